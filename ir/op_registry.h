@@ -1,0 +1,110 @@
+// The op registry: one definition per op. Shape/type inference, the
+// reference implementation, the fusion class and (for elementwise ops) the
+// scalar expression all live in a single OpDef; every other part of kfuse
+// (parser, verifier, interpreter, passes, emitters) reads them from here.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/scalar_expr.h"
+#include "ir/support/expected.h"
+#include "ir/tensor.h"
+#include "ir/types.h"
+
+namespace kfuse {
+
+class Node;
+
+// How an op may be fused (TVM's op patterns, in increasing order of
+// restriction): elementwise ops map each output element to the same input
+// element; broadcast ops read inputs through broadcasting index maps;
+// injective ops move data without arithmetic (transpose, slice, concat);
+// reductions combine along axes; GEMM-like ops (matmul, conv) accept an
+// elementwise epilogue; opaque ops are never fused.
+enum class FusionClass : uint8_t { Elementwise, Broadcast, Injective, Reduction, GemmLike, Opaque };
+std::string_view fusionClassName(FusionClass c);
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  std::optional<Attribute> defaultValue;  // nullopt: required
+};
+
+// An op applied to concrete operand types and attributes: what inference
+// and the reference implementation see.
+struct OpCall {
+  const struct OpDef& op;
+  const AttrMap& attrs;
+  std::span<const TensorType> inputs;
+  const Node* node = nullptr;  // set when the call comes from a graph node
+
+  const Attribute& attr(std::string_view name) const;
+  int64_t getInt(std::string_view n) const { return attr(n).asInt(); }
+  double getFloat(std::string_view n) const { return attr(n).asFloat(); }
+  bool getBool(std::string_view n) const { return attr(n).asBool(); }
+  const std::string& getString(std::string_view n) const { return attr(n).asString(); }
+  const std::vector<int64_t>& getInts(std::string_view n) const { return attr(n).asInts(); }
+  const std::vector<double>& getFloats(std::string_view n) const { return attr(n).asFloats(); }
+};
+
+using InferFn = std::function<Expected<std::vector<TensorType>>(const OpCall&)>;
+// Computes the outputs from inputs whose types are those of the call and
+// whose results have the types inference gave. Runtime failures (an index out
+// of range) are Errors.
+using ReferenceFn = std::function<Expected<std::vector<Tensor>>(const OpCall&, std::span<const Tensor* const> inputs,
+                                                                 std::span<const TensorType> outputs)>;
+// For elementwise/broadcast ops: output elements from input elements.
+using ScalarFn = std::function<std::vector<Scalar>(const OpCall&, std::span<const Scalar> inputs)>;
+
+struct OpDef {
+  std::string name;
+  std::string summary;  // one line, for `kfuse ops` and docs
+  int minInputs = 0;
+  int maxInputs = 0;    // -1: variadic
+  std::vector<AttrSpec> attrs;
+  FusionClass fusion = FusionClass::Opaque;
+  InferFn infer;
+  ReferenceFn reference;
+  ScalarFn scalar;  // set for Elementwise and Broadcast ops
+  // The results depend only on the operands' types, never their values
+  // (shape_of): constant folding may evaluate such a node at compile time.
+  bool dependsOnlyOnTypes = false;
+
+  const AttrSpec* findAttr(std::string_view n) const;
+};
+
+class OpRegistry {
+ public:
+  // The registry with every built-in op.
+  static const OpRegistry& global();
+
+  const OpDef* find(std::string_view name) const;
+  std::vector<const OpDef*> all() const;  // sorted by name
+
+  // Registration (used by the op family files).
+  OpDef& add(OpDef def);
+
+ private:
+  std::vector<std::unique_ptr<OpDef>> ops_;
+};
+
+// Returns attrs completed with the op's defaults, or an Error naming the
+// unknown or missing attribute or the expected kind (ints given where floats
+// are expected are converted).
+Expected<AttrMap> completeAttrs(const OpDef& op, AttrMap given);
+
+// The op families; each registers its ops. Adding an op touches one of these.
+void registerElementwiseOps(OpRegistry& r);
+void registerReductionOps(OpRegistry& r);
+void registerShapeOps(OpRegistry& r);
+void registerLinalgOps(OpRegistry& r);
+void registerNNOps(OpRegistry& r);
+void registerLossOps(OpRegistry& r);
+
+}  // namespace kfuse

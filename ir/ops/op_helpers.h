@@ -1,0 +1,46 @@
+// Helpers shared by the op family files: operand checks with clear messages,
+// index arithmetic for the reference implementations. Kept deliberately
+// plain: the reference implementations are the oracle every backend is
+// checked against, so clarity beats speed.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/op_registry.h"
+#include "ir/support/strings.h"
+
+namespace kfuse::ops {
+
+// Messages name the operand and its type: "operand 1 must be floating-point, got i64[3]".
+Status requireFloat(const OpCall& c, size_t i);
+Status requireNumeric(const OpCall& c, size_t i);  // any dtype but bool
+Status requireDType(const OpCall& c, size_t i, DType t);
+Status requireRank(const OpCall& c, size_t i, size_t rank);
+Status requireSameDType(const OpCall& c, size_t a, size_t b);
+// The layout a result of `rank` inherits from operands of that rank; an Error
+// if they disagree.
+Expected<Layout> resultLayout(const OpCall& c, size_t rank);
+// Axis attribute normalised against rank, or an Error naming the attribute.
+Expected<int64_t> axisAttr(const OpCall& c, std::string_view name, int64_t rank);
+// A list of axes (e.g. reduce axes), normalised, sorted, de-duplicated.
+Expected<std::vector<int64_t>> axesAttr(const OpCall& c, std::string_view name, int64_t rank);
+
+std::vector<TensorType> one(TensorType t);
+
+// Calls fn(index, flat) for every multi-index of `shape` in row-major order.
+void forEachIndex(const Shape& shape, const std::function<void(const std::vector<int64_t>&, int64_t)>& fn);
+// Flat offset into a tensor of `inShape` read through NumPy broadcasting at
+// output multi-index `outIdx` (inShape right-aligned against the output).
+int64_t broadcastOffset(const std::vector<int64_t>& outIdx, const Shape& inShape);
+// Flat offset of a multi-index.
+int64_t flatOffset(const std::vector<int64_t>& idx, const Shape& shape);
+
+// Elementwise reference: evaluates the op's scalar expression at every output
+// element, reading inputs through broadcasting. Shared by every op with a
+// ScalarFn, so elementwise semantics are defined exactly once.
+Expected<std::vector<Tensor>> referenceFromScalar(const OpCall& c, std::span<const Tensor* const> in,
+                                                  std::span<const TensorType> out);
+
+}  // namespace kfuse::ops

@@ -1,0 +1,85 @@
+#include "ir/printer.h"
+
+#include <sstream>
+
+#include "ir/op_registry.h"
+#include "ir/support/strings.h"
+#include "ir/value_names.h"
+
+namespace kfuse {
+namespace {
+
+std::string attrDict(const Node& n) {
+  std::vector<std::string> parts;
+  for (const AttrSpec& spec : n.op().attrs) {
+    auto it = n.attrs().find(spec.name);
+    if (it == n.attrs().end()) continue;
+    if (spec.defaultValue && *spec.defaultValue == it->second) continue;  // defaults are implied
+    parts.push_back(str(spec.name, " = ", formatAttribute(it->second)));
+  }
+  return parts.empty() ? std::string() : str(" {", join(parts), "}");
+}
+
+void printNode(std::ostream& os, const Node& n, const ValueNames& names, const PrintOptions& opts,
+               const std::string& pad) {
+  os << pad;
+  std::vector<std::string> results, types, operands;
+  for (size_t i = 0; i < n.numResults(); ++i) {
+    results.push_back(names(n.result(i)));
+    types.push_back(formatType(n.result(i)->type()));
+  }
+  for (Value* v : n.operands()) operands.push_back(names(v));
+  if (!results.empty()) os << join(results) << " = ";
+  os << n.opName();
+  if (!operands.empty()) os << " " << join(operands);
+  os << attrDict(n) << " : " << join(types);
+  if (opts.printLocs && !n.sourceName.empty()) {
+    os << " loc(" << quoteString(n.sourceName);
+    if (!n.sourceOp.empty()) os << ", " << quoteString(n.sourceOp);
+    os << ")";
+  }
+  os << "\n";
+}
+
+}  // namespace
+
+void printGraph(std::ostream& os, const Graph& g, const PrintOptions& opts, int indent) {
+  std::string pad(static_cast<size_t>(indent), ' ');
+  ValueNames names(g);
+  std::vector<std::string> args, resultTypes;
+  for (const auto& a : g.arguments()) args.push_back(str(names(a.get()), ": ", formatType(a->type())));
+  for (const TensorType& t : g.resultTypes()) resultTypes.push_back(formatType(t));
+  os << pad << "func " << sigilName('@', g.name()) << "(" << join(args) << ") -> (" << join(resultTypes) << ") {\n";
+  std::string inner = pad + "  ";
+  for (const auto& n : g.nodeList()) printNode(os, *n, names, opts, inner);
+  for (const StateUpdate& u : g.stateUpdates())
+    os << inner << "update " << sigilName('@', u.param) << " = " << names(u.value) << "\n";
+  std::vector<std::string> rets;
+  for (Value* v : g.results()) rets.push_back(names(v));
+  os << inner << "return" << (rets.empty() ? "" : " " + join(rets)) << "\n";
+  os << pad << "}\n";
+}
+
+void printModule(std::ostream& os, const Module& m, const PrintOptions& opts) {
+  os << "module " << sigilName('@', m.name()) << " {\n";
+  if (!m.weightsPath().empty()) os << "  weights " << quoteString(m.weightsPath()) << "\n";
+  for (const auto& p : m.params()) {
+    os << "  " << (p->trainable ? "param " : "buffer ") << sigilName('@', p->name) << " : " << formatType(p->type);
+    if (p->data && !p->backedByFile && opts.inlineUnbackedParams)
+      os << " = " << formatAttribute(Attribute(*p->data));
+    os << "\n";
+  }
+  for (const auto& f : m.functions()) {
+    os << "\n";
+    printGraph(os, *f, opts, 2);
+  }
+  os << "}\n";
+}
+
+std::string printModule(const Module& m, const PrintOptions& opts) {
+  std::ostringstream os;
+  printModule(os, m, opts);
+  return os.str();
+}
+
+}  // namespace kfuse

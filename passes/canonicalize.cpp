@@ -1,0 +1,129 @@
+// canonicalize: local algebraic simplifications, applied until nothing
+// changes. Each rewrite keeps the value's type exactly (a rewrite that would
+// change a shape through broadcasting is not applied).
+//   identity(x), x+0, 0+x, x-0, x*1, 1*x, x/1, neg(neg(x)), cast to the same
+//   dtype, transpose by the identity permutation, reshape/expand to the same
+//   shape, concat of one operand                       -> x
+//   transpose(transpose(x, p), q)                      -> transpose(x, p o q)
+//   squeeze, unsqueeze, flatten                        -> reshape (one form)
+//   reshape(reshape(x))                                -> reshape(x)
+#include <functional>
+
+#include "ir/builder.h"
+#include "passes/pass_registry.h"
+
+namespace kfuse {
+namespace {
+
+// True when v is a constant whose every element equals `x`.
+bool isSplat(const Value* v, double x) {
+  const Node* p = v->producer();
+  if (!p || p->opName() != "constant") return false;
+  const Tensor& t = p->attr("value").asTensor();
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    if (t.at(i) != x) return false;
+  return true;
+}
+
+class Canonicalizer {
+ public:
+  explicit Canonicalizer(Graph& g) : g_(g) {}
+
+  // Applies the first matching rewrite to n; returns whether one applied.
+  bool rewrite(Node* n) {
+    std::string_view op = n->opName();
+    Value* out = n->numResults() == 1 ? n->result() : nullptr;
+    if (!out) return false;
+    auto operand = [&](size_t i) { return n->operand(i); };
+    auto sameType = [&](const Value* v) { return v->type() == out->type(); };
+
+    if (op == "identity") return forward(n, operand(0));
+    if (op == "add" && isSplat(operand(1), 0) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == "add" && isSplat(operand(0), 0) && sameType(operand(1))) return forward(n, operand(1));
+    if (op == "sub" && isSplat(operand(1), 0) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == "mul" && isSplat(operand(1), 1) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == "mul" && isSplat(operand(0), 1) && sameType(operand(1))) return forward(n, operand(1));
+    if (op == "div" && isSplat(operand(1), 1) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == "neg" && producerOp(operand(0)) == "neg") return forward(n, operand(0)->producer()->operand(0));
+    if (op == "cast" && sameType(operand(0))) return forward(n, operand(0));
+    if ((op == "reshape" || op == "expand") && sameType(operand(0))) return forward(n, operand(0));
+    if (op == "concat" && n->numOperands() == 1 && sameType(operand(0))) return forward(n, operand(0));
+    if (op == "transpose") return rewriteTranspose(n);
+    if (op == "squeeze" || op == "unsqueeze" || op == "flatten") return replaceWithReshape(n, operand(0));
+    if (op == "reshape" && producerOp(operand(0)) == "reshape")
+      return replaceWithReshape(n, operand(0)->producer()->operand(0));
+    return false;
+  }
+
+ private:
+  static std::string_view producerOp(const Value* v) { return v->producer() ? v->producer()->opName() : ""; }
+
+  // Replaces n's single result by v (which has the same type).
+  bool forward(Node* n, Value* v) {
+    if (!(v->type() == n->result()->type())) return false;
+    if (v->name().empty() && v->kind() == Value::Kind::Result) v->setName(n->result()->name());
+    g_.replaceAllUsesWith(n->result(), v);
+    g_.eraseNode(n);
+    return true;
+  }
+
+  bool replaceWithNode(Node* n, std::string_view op, Value* input, AttrMap attrs) {
+    auto built = buildNode(g_, op, {input}, std::move(attrs), n);
+    if (!built || !((*built)->result()->type() == n->result()->type())) {
+      if (built) g_.eraseNode(*built);
+      return false;
+    }
+    (*built)->loc = n->loc;
+    (*built)->sourceName = n->sourceName;
+    (*built)->sourceOp = n->sourceOp;
+    (*built)->result()->setName(n->result()->name());
+    g_.replaceAllUsesWith(n->result(), (*built)->result());
+    g_.eraseNode(n);
+    return true;
+  }
+
+  bool replaceWithReshape(Node* n, Value* input) {
+    if (input->type() == n->result()->type()) return forward(n, input);
+    return replaceWithNode(n, "reshape", input, {{"shape", Attribute(n->result()->type().shape)}});
+  }
+
+  bool rewriteTranspose(Node* n) {
+    const std::vector<int64_t>& q = n->attr("perm").asInts();
+    bool identity = true;
+    for (size_t i = 0; i < q.size(); ++i) identity &= q[i] == static_cast<int64_t>(i);
+    if (identity) return forward(n, n->operand(0));
+    Node* inner = n->operand(0)->producer();
+    if (!inner || inner->opName() != "transpose") return false;
+    // out[i] = mid[q[i]] and mid[j] = x[p[j]], so out[i] = x[p[q[i]]].
+    const std::vector<int64_t>& p = inner->attr("perm").asInts();
+    std::vector<int64_t> composed(q.size());
+    for (size_t i = 0; i < q.size(); ++i) composed[i] = p[static_cast<size_t>(q[i])];
+    return replaceWithNode(n, "transpose", inner->operand(0), {{"perm", Attribute(composed)}});
+  }
+
+  Graph& g_;
+};
+
+class CanonicalizePass : public Pass {
+ public:
+  std::string_view name() const override { return "canonicalize"; }
+  bool run(Graph& g, const PassContext&) override {
+    bool changed = false;
+    Canonicalizer c(g);
+    // Each rewrite removes a node or replaces one by a simpler form, so the
+    // sweep reaches a fixed point; the bound only guards against a bug.
+    for (int sweep = 0; sweep < 64; ++sweep) {
+      bool any = false;
+      for (Node* n : g.nodes()) any |= c.rewrite(n);
+      changed |= any;
+      if (!any) break;
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createCanonicalizePass() { return std::make_unique<CanonicalizePass>(); }
+
+}  // namespace kfuse

@@ -1,0 +1,36 @@
+// The named passes and pipeline strings ("canonicalize,cse,dce").
+#pragma once
+
+#include <functional>
+
+#include "passes/pass.h"
+
+namespace kfuse {
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  // Builds the pass from its options; an Error names an unknown option.
+  std::function<Expected<std::unique_ptr<Pass>>(const PassOptions&)> create;
+};
+
+const std::vector<PassInfo>& allPasses();
+const PassInfo* findPass(std::string_view name);
+
+// Parses "a,b{k=v k2=v2},c" into passes; unknown names are errors that list
+// the known passes.
+Expected<std::vector<std::unique_ptr<Pass>>> parsePipeline(std::string_view text);
+
+// Standard pipelines by name ("inference"), as pipeline strings.
+std::string standardPipeline(std::string_view name);
+
+// Error for an option a pass does not take.
+Error unknownPassOption(std::string_view pass, const PassOptions& opts);
+
+// The passes, each defined in its own file.
+std::unique_ptr<Pass> createDCEPass();
+std::unique_ptr<Pass> createCSEPass();
+std::unique_ptr<Pass> createConstantFoldPass();
+std::unique_ptr<Pass> createCanonicalizePass();
+
+}  // namespace kfuse

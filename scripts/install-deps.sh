@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian package kfuse needs to build and test. Idempotent:
+# packages already present are skipped, so a second run does nothing.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ ccache pkg-config
+  # tests: GoogleTest, lit + FileCheck (llvm-14-tools), the PyTorch/ONNX oracle
+  libgtest-dev llvm-14-tools python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  libonnx-testdata
+  # libraries
+  llvm-14-dev libonnx-dev libprotobuf-dev protobuf-compiler libopenblas-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev
+  # fuzzing the package reader (clang + libFuzzer runtime), graph pictures
+  clang-14 libclang-rt-14-dev graphviz
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,93 @@
+// kfuse opt: parse a module, run a pipeline with instrumentation, print or write it.
+#include <iostream>
+
+#include "ir/module_io.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "passes/pass_registry.h"
+#include "tools/kfuse/commands.h"
+
+namespace kfuse::cli {
+namespace {
+
+struct OptArgs {
+  std::string input;
+  std::string passes;
+  std::string output;
+  std::vector<std::string> printBefore, printAfter;
+  bool printBeforeAll = false, printAfterAll = false, printAfterChange = false;
+  std::string dumpDir;
+  bool timePasses = false;
+  std::string stopAfter;
+  bool verifyEach = false;
+  bool remarks = false;
+};
+
+int runOpt(const OptArgs& a) {
+  auto module = parseModuleFile(a.input);
+  if (!module) return reportError("opt", module.error());
+  auto passes = parsePipeline(a.passes);
+  if (!passes) return reportError("opt", passes.error());
+  auto named = [&](const std::string& p) {
+    for (const auto& pass : *passes)
+      if (pass->name() == p) return true;
+    return false;
+  };
+  for (const std::vector<std::string>* list : {&a.printBefore, &a.printAfter})
+    for (const std::string& p : *list)
+      if (!findPass(p)) return reportError("opt", Error("--print-ir-before/after names unknown pass '" + p + "'"));
+  if (!a.stopAfter.empty() && !named(a.stopAfter))
+    return reportError("opt", Error("--stop-after=" + a.stopAfter + " names no pass of the pipeline"));
+
+  Instrumentation instr;
+  instr.printBefore.insert(a.printBefore.begin(), a.printBefore.end());
+  instr.printAfter.insert(a.printAfter.begin(), a.printAfter.end());
+  instr.printBeforeAll = a.printBeforeAll;
+  instr.printAfterAll = a.printAfterAll;
+  instr.printAfterChange = a.printAfterChange;
+  instr.dumpDir = a.dumpDir;
+  instr.timePasses = a.timePasses;
+  instr.stopAfter = a.stopAfter;
+  instr.verifyEach = a.verifyEach;
+  bool instrumentedPrint = a.printBeforeAll || a.printAfterAll || a.printAfterChange || !a.printBefore.empty() ||
+                           !a.printAfter.empty();
+  PassManager pm(instr);
+  pm.add(std::move(*passes));
+  Diagnostics diag;
+  PassContext ctx;
+  ctx.diag = &diag;
+  ctx.remarks = a.remarks;
+  Status s = pm.run(**module, ctx);
+  if (!s) return reportError("opt", s.error());
+  for (const auto& r : diag.remarks()) std::cerr << "remark: [" << r.pass << "] " << r.message << "\n";
+  if (!a.output.empty()) {
+    if (auto w = writeModuleFile(**module, a.output); !w) return reportError("opt", w.error());
+  } else if (!instrumentedPrint) {
+    printModule(std::cout, **module);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action addOptCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("opt", "Run passes over a .kir module and print or write the result");
+  auto a = std::make_shared<OptArgs>();
+  cmd->add_option("input", a->input, "Input module (.kir)")->required();
+  cmd->add_option("--passes", a->passes, "Comma-separated pipeline, e.g. canonicalize,cse,dce");
+  cmd->add_option("-o,--output", a->output, "Write the result to this .kir file (weights beside it when needed)");
+  cmd->add_option("--print-ir-before", a->printBefore, "Print the IR before pass P")->delimiter(',');
+  cmd->add_option("--print-ir-after", a->printAfter, "Print the IR after pass P")->delimiter(',');
+  cmd->add_flag("--print-ir-before-all", a->printBeforeAll, "Print the IR before every pass");
+  cmd->add_flag("--print-ir-after-all", a->printAfterAll, "Print the IR after every pass");
+  cmd->add_flag("--print-ir-after-change", a->printAfterChange, "Print the IR after every pass that changed it");
+  cmd->add_option("--dump-ir-dir", a->dumpDir, "Write 00-input.kir and NN-after-PASS.kir for every pass into DIR");
+  cmd->add_flag("--time-passes", a->timePasses, "Report the time each pass took (on stderr)");
+  cmd->add_option("--stop-after", a->stopAfter, "Stop the pipeline after pass P");
+  cmd->add_flag("--verify-each", a->verifyEach, "Verify after every pass, changed or not");
+  cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");
+  return [a] { return runOpt(*a); };
+}
+
+}  // namespace kfuse::cli

@@ -1,0 +1,23 @@
+// The kfuse subcommands. Each registers its flags on the app and returns the
+// action to run when it is chosen; the action returns the exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "ir/support/expected.h"
+
+namespace kfuse::cli {
+
+using Action = std::function<int()>;
+
+Action addOptCommand(CLI::App& app);
+Action addRunCommand(CLI::App& app);
+Action addOpsCommand(CLI::App& app);
+
+// Prints an error to stderr as "kfuse <cmd>: error: msg" (or the message as
+// is when it already carries a file:line:col location) and returns 1.
+int reportError(const std::string& command, const Error& e);
+
+}  // namespace kfuse::cli

@@ -1,0 +1,31 @@
+// kfuse: the command-line driver.
+#include <iostream>
+
+#include "tools/kfuse/commands.h"
+
+#ifndef KFUSE_VERSION
+#define KFUSE_VERSION "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"kfuse: an ahead-of-time compiler for neural-network graphs"};
+  app.set_version_flag("--version", std::string("kfuse ") + KFUSE_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, kfuse::cli::Action>> commands;
+  auto add = [&](kfuse::cli::Action (*fn)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    kfuse::cli::Action a = fn(app);
+    commands.emplace_back(app.get_subcommands({})[before], std::move(a));
+  };
+  add(kfuse::cli::addOptCommand);
+  add(kfuse::cli::addRunCommand);
+  add(kfuse::cli::addOpsCommand);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  for (auto& [sub, action] : commands)
+    if (sub->parsed()) return action();
+  return 1;
+}
