@@ -41,7 +41,8 @@ const OpRegistry& OpRegistry::global() {
     registerReductionOps(r);
     registerShapeOps(r);
     registerLinalgOps(r);
-    registerNNOps(r);
+    registerPoolOps(r);
+    registerNormOps(r);
     registerLossOps(r);
     return r;
   }();

@@ -104,7 +104,8 @@ void registerElementwiseOps(OpRegistry& r);
 void registerReductionOps(OpRegistry& r);
 void registerShapeOps(OpRegistry& r);
 void registerLinalgOps(OpRegistry& r);
-void registerNNOps(OpRegistry& r);
+void registerPoolOps(OpRegistry& r);
+void registerNormOps(OpRegistry& r);
 void registerLossOps(OpRegistry& r);
 
 }  // namespace kfuse

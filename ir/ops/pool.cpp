@@ -2,6 +2,6 @@
 
 namespace kfuse {
 
-void registerNNOps(OpRegistry&) {}
+void registerPoolOps(OpRegistry&) {}
 
 }  // namespace kfuse

@@ -1,0 +1,8 @@
+// Shape/type inference and error messages of the norm ops.
+#include "tests/unit/infer_test_util.h"
+
+namespace kfuse {
+namespace {
+
+}  // namespace
+}  // namespace kfuse

@@ -1,0 +1,8 @@
+// Shape/type inference and error messages of the reduction ops.
+#include "tests/unit/infer_test_util.h"
+
+namespace kfuse {
+namespace {
+
+}  // namespace
+}  // namespace kfuse
