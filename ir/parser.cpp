@@ -17,16 +17,18 @@
 namespace kfuse {
 namespace {
 
+// Edit distance counting an adjacent transposition as one edit, so that a
+// typo like "rleu" suggests "relu".
 size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
 }
 
 class Parser {
@@ -154,25 +156,22 @@ class Parser {
     KF_RETURN_IF_ERROR(expect(Tok::Greater, "after the dense type"));
     Token open = tok_;
     KF_RETURN_IF_ERROR(expect(Tok::LBracket, "to open the dense elements"));
-    Tensor t(type);
-    int64_t n = 0;
+    std::vector<double> values;
     while (tok_.kind != Tok::RBracket) {
-      if (n > 0) KF_RETURN_IF_ERROR(expect(Tok::Comma, "between elements"));
-      double v;
+      if (!values.empty()) KF_RETURN_IF_ERROR(expect(Tok::Comma, "between elements"));
       if (tok_.kind == Tok::Ident && (tok_.text == "true" || tok_.text == "false")) {
-        v = tok_.text == "true";
+        values.push_back(tok_.text == "true");
         KF_RETURN_IF_ERROR(advance());
       } else {
-        KF_ASSIGN_OR_RETURN(v, parseNumber("in dense elements"));
+        KF_ASSIGN_OR_RETURN(double v, parseNumber("in dense elements"));
+        values.push_back(v);
       }
-      if (n >= t.numElements())
-        return errAt(open, str("dense literal has more elements than its type ", formatType(type), " holds"));
-      t.set(n++, v);
     }
-    if (n != t.numElements())
-      return errAt(open, str("dense literal has ", n, " elements, its type ", formatType(type), " needs ", t.numElements()));
+    if (static_cast<int64_t>(values.size()) != type.numElements())
+      return errAt(open, str("dense literal has ", values.size(), " elements, its type ", formatType(type), " needs ",
+                             type.numElements()));
     KF_RETURN_IF_ERROR(advance());
-    return t;
+    return Tensor::fromDoubles(type, values);
   }
 
   Expected<Attribute> parseAttrValue() {

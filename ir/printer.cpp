@@ -69,8 +69,10 @@ void printModule(std::ostream& os, const Module& m, const PrintOptions& opts) {
       os << " = " << formatAttribute(Attribute(*p->data));
     os << "\n";
   }
+  bool first = m.weightsPath().empty() && m.params().empty();
   for (const auto& f : m.functions()) {
-    os << "\n";
+    if (!first) os << "\n";  // a blank line separates functions from what precedes them
+    first = false;
     printGraph(os, *f, opts, 2);
   }
   os << "}\n";

@@ -1,9 +1,11 @@
 // kfuse opt: parse a module, run a pipeline with instrumentation, print or write it.
+#include <algorithm>
 #include <iostream>
 
 #include "ir/module_io.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/support/file_io.h"
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 #include "tools/kfuse/commands.h"
@@ -22,10 +24,10 @@ struct OptArgs {
   std::string stopAfter;
   bool verifyEach = false;
   bool remarks = false;
+  bool splitInputFile = false;
 };
 
-int runOpt(const OptArgs& a) {
-  auto module = parseModuleFile(a.input);
+int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   if (!module) return reportError("opt", module.error());
   auto passes = parsePipeline(a.passes);
   if (!passes) return reportError("opt", passes.error());
@@ -69,12 +71,51 @@ int runOpt(const OptArgs& a) {
   return 0;
 }
 
+// --split-input-file: each chunk between "// -----" lines is a separate
+// module, processed independently (errors in one do not stop the others).
+// Chunks are padded with blank lines so that messages carry the line numbers
+// of the original file.
+int runSplit(const OptArgs& a) {
+  auto text = a.input == "-" ? Expected<std::string>(Error("--split-input-file needs a file, not -"))
+                             : readFile(a.input);
+  if (!text) return reportError("opt", text.error());
+  int status = 0;
+  size_t start = 0;
+  int line = 0;
+  bool first = true;
+  while (start <= text->size()) {
+    size_t sep = text->find("\n// -----", start);
+    size_t end = sep == std::string::npos ? text->size() : sep + 1;
+    std::string chunk(static_cast<size_t>(line), '\n');
+    chunk += text->substr(start, end - start);
+    if (!first) std::cout << "// -----\n";
+    first = false;
+    ParseOptions popts;
+    status |= optimizeModule(a, parseModule(chunk, a.input, popts));
+    std::cout.flush();
+    line += static_cast<int>(std::count(text->begin() + static_cast<std::ptrdiff_t>(start),
+                                        text->begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+    if (sep == std::string::npos) break;
+    size_t next = text->find('\n', end);
+    line += 1;
+    start = next == std::string::npos ? text->size() + 1 : next + 1;
+  }
+  return status;
+}
+
+int runOpt(const OptArgs& a) {
+  // Check the flags before reading any input.
+  if (auto p = parsePipeline(a.passes); !p) return reportError("opt", p.error());
+  if (a.splitInputFile) return runSplit(a);
+  return optimizeModule(a, loadModuleArg(a.input));
+}
+
 }  // namespace
 
 Action addOptCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("opt", "Run passes over a .kir module and print or write the result");
   auto a = std::make_shared<OptArgs>();
-  cmd->add_option("input", a->input, "Input module (.kir)")->required();
+  cmd->add_option("input", a->input, "Input module (.kir, or - for standard input)")->required();
   cmd->add_option("--passes", a->passes, "Comma-separated pipeline, e.g. canonicalize,cse,dce");
   cmd->add_option("-o,--output", a->output, "Write the result to this .kir file (weights beside it when needed)");
   cmd->add_option("--print-ir-before", a->printBefore, "Print the IR before pass P")->delimiter(',');
@@ -86,6 +127,8 @@ Action addOptCommand(CLI::App& app) {
   cmd->add_flag("--time-passes", a->timePasses, "Report the time each pass took (on stderr)");
   cmd->add_option("--stop-after", a->stopAfter, "Stop the pipeline after pass P");
   cmd->add_flag("--verify-each", a->verifyEach, "Verify after every pass, changed or not");
+  cmd->add_flag("--split-input-file", a->splitInputFile,
+                "Treat each chunk between '// -----' lines as a separate module");
   cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");
   return [a] { return runOpt(*a); };
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "ir/graph.h"
 #include "ir/support/expected.h"
 
 namespace kfuse::cli {
@@ -15,6 +16,9 @@ using Action = std::function<int()>;
 Action addOptCommand(CLI::App& app);
 Action addRunCommand(CLI::App& app);
 Action addOpsCommand(CLI::App& app);
+
+// Parses a module from a path, or from standard input for "-".
+Expected<std::unique_ptr<Module>> loadModuleArg(const std::string& path);
 
 // Prints an error to stderr as "kfuse <cmd>: error: msg" (or the message as
 // is when it already carries a file:line:col location) and returns 1.

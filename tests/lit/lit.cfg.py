@@ -1,0 +1,18 @@
+# lit configuration for kfuse's textual-IR tests (LLVM's lit + FileCheck).
+import os
+
+import lit.formats
+
+config.name = "kfuse"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".kir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kfuse_obj_root, "tests", "lit")
+
+# kfuse first, then LLVM's test tools (FileCheck, not, count).
+config.environment["PATH"] = os.pathsep.join(
+    [config.kfuse_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%examples", os.path.join(config.kfuse_src_root, "examples")))
