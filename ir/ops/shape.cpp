@@ -1,9 +1,72 @@
-// Data-movement ops: constants and ops that only rearrange elements.
+// Data-movement ops: constants and ops that only rearrange elements (reshape,
+// transpose, expand, concat, split, squeeze, unsqueeze, flatten) and
+// shape_of. Slicing, padding and gathering live in shape_index.cpp.
+//
+// The reference implementations copy raw element bytes instead of going
+// through Tensor::at/set, so every dtype moves exactly (i64 beyond 2^53
+// included).
+#include <cstring>
+
 #include "ir/ops/op_helpers.h"
 
 namespace kfuse {
+
+void registerShapeIndexOps(OpRegistry& r);  // shape_index.cpp
+
 namespace {
 using ops::one;
+using Results = Expected<std::vector<TensorType>>;
+using Tensors = Expected<std::vector<Tensor>>;
+using Inputs = std::span<const Tensor* const>;
+using Outputs = std::span<const TensorType>;
+
+// No real tensor comes near 2^48 elements; the limit keeps every element
+// count, stride and index product well inside int64.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+// "[0, 0, 1]": an int-list attribute as written in the IR.
+std::string list(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
+
+// Rejects negative sizes and shapes too large to index. Zero-size dims count
+// as 1, so that [0, 2^62] (no elements, absurd strides) is rejected too.
+Status checkShape(const Shape& s, std::string_view what) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) return Error(str(what, " ", list(s), " contains the negative size ", d));
+    int64_t e = std::max<int64_t>(d, 1);
+    if (e > kMaxElements / n) return Error(str(what, " ", formatDims(s), " has more than 2^48 elements"));
+    n *= e;
+  }
+  return Status::ok();
+}
+
+// Element count without intermediate overflow: checks zeros first.
+int64_t elementCount(const Shape& s) {
+  for (int64_t d : s)
+    if (d == 0) return 0;
+  return numElements(s);
+}
+
+void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
+  size_t n = dtypeSize(src.dtype());
+  std::memcpy(dst.data() + static_cast<size_t>(to) * n, src.data() + static_cast<size_t>(from) * n, n);
+}
+
+OpDef shapeOp(std::string name, std::string summary, std::vector<AttrSpec> attrs, InferFn infer, ReferenceFn ref) {
+  OpDef d;
+  d.name = std::move(name);
+  d.summary = std::move(summary);
+  d.minInputs = d.maxInputs = 1;
+  d.attrs = std::move(attrs);
+  d.fusion = FusionClass::Injective;
+  d.infer = std::move(infer);
+  d.reference = std::move(ref);
+  return d;
+}
+
+// Reference of every op that keeps the elements in row-major order and only
+// renames the shape (reshape, squeeze, unsqueeze, flatten).
+Tensors sameBytes(const OpCall&, Inputs in, Outputs out) { return std::vector<Tensor>{in[0]->withType(out[0])}; }
 
 void registerConstant(OpRegistry& r) {
   OpDef d;
@@ -18,8 +81,302 @@ void registerConstant(OpRegistry& r) {
   };
   r.add(std::move(d));
 }
+
+// ------------------------------------------------------------ reshape family
+
+Results inferReshape(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  const std::vector<int64_t>& want = c.getInts("shape");
+  Shape shape = want;
+  int64_t inferred = -1;  // position of the -1, if any
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] < -1)
+      return Error(str("attribute shape = ", list(want), " contains the negative size ", want[i],
+                       " (only one -1, for an inferred size, is allowed)"));
+    if (want[i] != -1) continue;
+    if (inferred >= 0) return Error(str("attribute shape = ", list(want), " contains more than one -1"));
+    inferred = static_cast<int64_t>(i);
+    shape[i] = 1;
+  }
+  KF_RETURN_IF_ERROR(checkShape(shape, "attribute shape ="));
+  int64_t n = elementCount(x.shape);
+  int64_t known = numElements(shape);  // the -1 counted as 1
+  if (inferred >= 0) {
+    if (known == 0)
+      return Error(str("cannot infer the -1 in shape ", formatDims(want), " for ", formatType(x),
+                       ": the other sizes multiply to 0"));
+    if (n % known != 0)
+      return Error(str("cannot reshape ", formatType(x), " (", n, " elements) to ", formatDims(want), ": ", n,
+                       " is not a multiple of ", known));
+    shape[static_cast<size_t>(inferred)] = n / known;
+  }
+  if (numElements(shape) != n)
+    return Error(str("cannot reshape ", formatType(x), " (", n, " elements) to ", formatDims(shape), " (",
+                     numElements(shape), " elements)"));
+  return one(TensorType(x.dtype, shape));
+}
+
+Results inferSqueeze(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  std::vector<bool> drop(x.rank(), false);
+  if (c.getInts("axes").empty()) {
+    for (size_t d = 0; d < x.rank(); ++d) drop[d] = x.shape[d] == 1;
+  } else {
+    KF_ASSIGN_OR_RETURN(auto axes, ops::axesAttr(c, "axes", static_cast<int64_t>(x.rank())));
+    for (int64_t a : axes) {
+      if (x.shape[a] != 1)
+        return Error(str("cannot squeeze axis ", a, " of ", formatType(x), ": its size is ", x.shape[a], ", not 1"));
+      drop[a] = true;
+    }
+  }
+  Shape shape;
+  for (size_t d = 0; d < x.rank(); ++d)
+    if (!drop[d]) shape.push_back(x.shape[d]);
+  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  return one(TensorType(x.dtype, shape));
+}
+
+// Axes name positions in the result (ONNX Unsqueeze), so they are normalised
+// against the result rank.
+Results inferUnsqueeze(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  auto outRank = static_cast<int64_t>(x.rank() + c.getInts("axes").size());
+  if (outRank > kMaxRank)
+    return Error(str("inserting ", c.getInts("axes").size(), " axes into ", formatType(x), " gives rank ", outRank,
+                     ", above the maximum of ", kMaxRank));
+  KF_ASSIGN_OR_RETURN(auto axes, ops::axesAttr(c, "axes", outRank));
+  std::vector<bool> inserted(static_cast<size_t>(outRank), false);
+  for (int64_t a : axes) inserted[a] = true;
+  Shape shape;
+  size_t next = 0;
+  for (int64_t d = 0; d < outRank; ++d) shape.push_back(inserted[d] ? 1 : x.shape[next++]);
+  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  return one(TensorType(x.dtype, shape));
+}
+
+// ONNX Flatten: [prod(dims[:axis]), prod(dims[axis:])], axis in [-rank, rank].
+Results inferFlatten(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  auto rank = static_cast<int64_t>(x.rank());
+  int64_t axis = c.getInt("axis");
+  if (axis < -rank || axis > rank)
+    return Error(str("attribute axis = ", axis, " is out of range [", -rank, ", ", rank, "] for ", formatType(x)));
+  if (axis < 0) axis += rank;
+  Shape outer(x.shape.begin(), x.shape.begin() + axis), inner(x.shape.begin() + axis, x.shape.end());
+  KF_RETURN_IF_ERROR(checkShape(x.shape, "operand shape"));
+  return one(TensorType(x.dtype, {elementCount(outer), elementCount(inner)}));
+}
+
+void registerReshapes(OpRegistry& r) {
+  r.add(shapeOp("reshape", "same elements in row-major order, new shape (one -1 is inferred; 0 is a zero size)",
+                {{"shape", AttrKind::Ints, std::nullopt}}, inferReshape, sameBytes));
+  r.add(shapeOp("squeeze", "removes the listed size-1 axes (default: every size-1 axis)",
+                {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferSqueeze, sameBytes));
+  r.add(shapeOp("unsqueeze", "inserts size-1 axes at the listed positions of the result",
+                {{"axes", AttrKind::Ints, std::nullopt}}, inferUnsqueeze, sameBytes));
+  r.add(shapeOp("flatten", "2-D [prod(dims[:axis]), prod(dims[axis:])]",
+                {{"axis", AttrKind::Int, Attribute(int64_t{1})}}, inferFlatten, sameBytes));
+}
+
+// ------------------------------------------------------------ transpose, expand
+
+// The permutation, with the default [] spelled out as the reversed axes.
+Expected<std::vector<int64_t>> permutation(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  auto rank = static_cast<int64_t>(x.rank());
+  std::vector<int64_t> perm = c.getInts("perm");
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    return perm;
+  }
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return Error(str("attribute perm = ", list(perm), " has ", perm.size(), " entries, but ", formatType(x),
+                     " has rank ", rank));
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return Error(str("attribute perm = ", list(perm), " is not a permutation of 0..", rank - 1));
+    seen[p] = true;
+  }
+  return perm;
+}
+
+Results inferTranspose(const OpCall& c) {
+  KF_ASSIGN_OR_RETURN(auto perm, permutation(c));
+  const TensorType& x = c.inputs[0];
+  Shape shape;
+  for (int64_t p : perm) shape.push_back(x.shape[p]);
+  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  return one(TensorType(x.dtype, shape));
+}
+
+// out[i0, ..., in] = x[j] where j[perm[i]] = idx[i].
+Tensors referenceTranspose(const OpCall& c, Inputs in, Outputs out) {
+  KF_ASSIGN_OR_RETURN(auto perm, permutation(c));
+  const Tensor& x = *in[0];
+  Tensor y(out[0]);
+  std::vector<int64_t> src(perm.size());
+  ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+    for (size_t i = 0; i < perm.size(); ++i) src[perm[i]] = idx[i];
+    copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+  });
+  return std::vector<Tensor>{std::move(y)};
+}
+
+// ONNX Expand: the result shape is the NumPy broadcast of x's shape and
+// `shape`, so `shape` may also be smaller than x or contain 1s.
+Results inferExpand(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  const std::vector<int64_t>& want = c.getInts("shape");
+  KF_RETURN_IF_ERROR(checkShape(want, "attribute shape ="));
+  auto shape = broadcastShapes(x.shape, want);
+  if (!shape) return Error(str("cannot expand ", formatType(x), " to ", formatDims(want), ": ", shape.error().message()));
+  KF_RETURN_IF_ERROR(checkShape(*shape, "result shape"));
+  return one(TensorType(x.dtype, *shape));
+}
+
+Tensors referenceExpand(const OpCall&, Inputs in, Outputs out) {
+  const Tensor& x = *in[0];
+  Tensor y(out[0]);
+  ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+    copyElement(x, ops::broadcastOffset(idx, x.shape()), y, flat);
+  });
+  return std::vector<Tensor>{std::move(y)};
+}
+
+void registerPermutes(OpRegistry& r) {
+  r.add(shapeOp("transpose", "permutes axes: out.shape[i] = in.shape[perm[i]] (default: reverse them)",
+                {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferTranspose, referenceTranspose));
+  r.add(shapeOp("expand", "broadcasts to the NumPy broadcast of the input shape and `shape` (ONNX Expand)",
+                {{"shape", AttrKind::Ints, std::nullopt}}, inferExpand, referenceExpand));
+}
+
+// ------------------------------------------------------------ concat, split
+
+Results inferConcat(const OpCall& c) {
+  const TensorType& first = c.inputs[0];
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(first.rank())));
+  Shape shape = first.shape;
+  shape[axis] = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const TensorType& t = c.inputs[i];
+    KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, i));
+    if (t.rank() != first.rank())
+      return Error(str("operand ", i, " (", formatType(t), ") and operand 0 (", formatType(first),
+                       ") have different ranks"));
+    for (size_t d = 0; d < t.rank(); ++d) {
+      if (static_cast<int64_t>(d) == axis || t.shape[d] == first.shape[d]) continue;
+      return Error(str("operand ", i, " (", formatType(t), ") and operand 0 (", formatType(first),
+                       ") differ in dimension ", d, ", which is not the concat axis ", axis));
+    }
+    if (t.shape[axis] > kMaxElements - shape[axis])
+      return Error(str("concatenated axis ", axis, " has more than 2^48 elements"));
+    shape[axis] += t.shape[axis];
+  }
+  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  return one(TensorType(first.dtype, shape));
+}
+
+// Each operand is copied to its block of the result, shifted along the axis.
+Tensors referenceConcat(const OpCall& c, Inputs in, Outputs out) {
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(out[0].rank())));
+  Tensor y(out[0]);
+  int64_t offset = 0;
+  for (const Tensor* x : in) {
+    ops::forEachIndex(x->shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
+      std::vector<int64_t> dst = idx;
+      dst[axis] += offset;
+      copyElement(*x, flat, y, ops::flatOffset(dst, y.shape()));
+    });
+    offset += x->shape()[axis];
+  }
+  return std::vector<Tensor>{std::move(y)};
+}
+
+Results inferSplit(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(x.rank())));
+  const std::vector<int64_t>& sizes = c.getInts("sizes");
+  if (sizes.empty()) return Error("attribute sizes is empty; split needs at least one result");
+  for (int64_t s : sizes)
+    if (s < 0) return Error(str("attribute sizes = ", list(sizes), " contains the negative size ", s));
+  std::vector<TensorType> results;
+  int64_t sum = 0;
+  for (int64_t s : sizes) {
+    if (s > x.shape[axis] - sum) break;  // too large; stopping keeps the sum from overflowing
+    sum += s;
+    TensorType t(x.dtype, x.shape);
+    t.shape[axis] = s;
+    results.push_back(std::move(t));
+  }
+  if (results.size() != sizes.size() || sum != x.shape[axis])
+    return Error(str("attribute sizes = ", list(sizes), " must sum to ", x.shape[axis], ", the size of axis ", axis,
+                     " of ", formatType(x)));
+  for (const TensorType& t : results) KF_RETURN_IF_ERROR(checkShape(t.shape, "result shape"));
+  return results;
+}
+
+// Result r is the block of x starting at the sum of the earlier sizes.
+Tensors referenceSplit(const OpCall& c, Inputs in, Outputs out) {
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(in[0]->shape().size())));
+  const Tensor& x = *in[0];
+  std::vector<Tensor> results;
+  int64_t offset = 0;
+  for (const TensorType& t : out) {
+    Tensor y(t);
+    ops::forEachIndex(t.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+      std::vector<int64_t> src = idx;
+      src[axis] += offset;
+      copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+    });
+    offset += t.shape[axis];
+    results.push_back(std::move(y));
+  }
+  return results;
+}
+
+void registerConcatSplit(OpRegistry& r) {
+  OpDef concat = shapeOp("concat", "joins operands of one dtype and rank along `axis`",
+                         {{"axis", AttrKind::Int, std::nullopt}}, inferConcat, referenceConcat);
+  concat.maxInputs = -1;
+  r.add(std::move(concat));
+  r.add(shapeOp("split", "cuts `axis` into consecutive pieces of the given sizes, one result each",
+                {{"axis", AttrKind::Int, Attribute(int64_t{0})}, {"sizes", AttrKind::Ints, std::nullopt}},
+                inferSplit, referenceSplit));
+}
+
+// ------------------------------------------------------------ shape_of
+
+// Reads the shape from the operand's type, never from its data: constant
+// folding evaluates shape_of on a placeholder tensor.
+Tensors referenceShapeOf(const OpCall& c, Inputs, Outputs out) {
+  Tensor y(out[0]);
+  const Shape& shape = c.inputs[0].shape;
+  for (size_t i = 0; i < shape.size(); ++i) std::memcpy(y.data() + i * sizeof(int64_t), &shape[i], sizeof(int64_t));
+  return std::vector<Tensor>{std::move(y)};
+}
+
+void registerShapeOf(OpRegistry& r) {
+  OpDef d = shapeOp(
+      "shape_of", "the operand's shape as i64[rank]", {},
+      [](const OpCall& c) -> Results {
+        return one(TensorType(DType::I64, {static_cast<int64_t>(c.inputs[0].rank())}));
+      },
+      referenceShapeOf);
+  d.fusion = FusionClass::Opaque;
+  d.dependsOnlyOnTypes = true;
+  r.add(std::move(d));
+}
+
 }  // namespace
 
-void registerShapeOps(OpRegistry& r) { registerConstant(r); }
+void registerShapeOps(OpRegistry& r) {
+  registerConstant(r);
+  registerReshapes(r);
+  registerPermutes(r);
+  registerConcatSplit(r);
+  registerShapeOf(r);
+  registerShapeIndexOps(r);
+}
 
 }  // namespace kfuse

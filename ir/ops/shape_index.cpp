@@ -1,0 +1,268 @@
+// Data-movement ops that compute source indices: slice, pad and gather
+// (which is also the embedding lookup). Like shape.cpp, the reference
+// implementations copy raw element bytes so every dtype moves exactly.
+#include <cstring>
+#include <limits>
+
+#include "ir/ops/op_helpers.h"
+
+namespace kfuse {
+
+void registerShapeIndexOps(OpRegistry& r);  // called by registerShapeOps (shape.cpp)
+
+namespace {
+using ops::one;
+using Results = Expected<std::vector<TensorType>>;
+using Tensors = Expected<std::vector<Tensor>>;
+using Inputs = std::span<const Tensor* const>;
+using Outputs = std::span<const TensorType>;
+
+// Same limit as shape.cpp: results beyond 2^48 elements (zero-size dims
+// counted as 1) are rejected, so index arithmetic cannot overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+std::string list(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
+
+Status checkResultShape(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    int64_t e = std::max<int64_t>(d, 1);
+    if (e > kMaxElements / n) return Error(str("result shape ", formatDims(s), " has more than 2^48 elements"));
+    n *= e;
+  }
+  return Status::ok();
+}
+
+void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
+  size_t n = dtypeSize(src.dtype());
+  std::memcpy(dst.data() + static_cast<size_t>(to) * n, src.data() + static_cast<size_t>(from) * n, n);
+}
+
+OpDef indexOp(std::string name, std::string summary, int arity, std::vector<AttrSpec> attrs, InferFn infer,
+              ReferenceFn ref) {
+  OpDef d;
+  d.name = std::move(name);
+  d.summary = std::move(summary);
+  d.minInputs = d.maxInputs = arity;
+  d.attrs = std::move(attrs);
+  d.fusion = FusionClass::Injective;
+  d.infer = std::move(infer);
+  d.reference = std::move(ref);
+  return d;
+}
+
+// ------------------------------------------------------------ slice
+
+// What slice reads along one axis: count elements starting at start, step apart.
+struct SliceAxis {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+// ONNX Slice on one axis of size d: negative starts/ends count from the end,
+// then both are clamped ([0, d] for positive steps, [0, d-1] / [-1, d-1] for
+// negative ones), so INT64_MAX and INT64_MIN mean "to the end".
+SliceAxis sliceAxis(int64_t start, int64_t end, int64_t step, int64_t d) {
+  if (start < 0) start += d;
+  if (end < 0) end += d;
+  SliceAxis a;
+  a.step = step;
+  if (step > 0) {
+    a.start = std::min(std::max(start, int64_t{0}), d);
+    end = std::min(std::max(end, int64_t{0}), d);
+    a.count = end > a.start ? 1 + (end - a.start - 1) / step : 0;
+  } else {
+    a.start = std::min(std::max(start, int64_t{0}), d - 1);
+    end = std::min(std::max(end, int64_t{-1}), d - 1);
+    // |INT64_MIN| does not fit; any magnitude above the distance gives one element.
+    int64_t mag = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+    a.count = a.start > end ? 1 + (a.start - end - 1) / mag : 0;
+  }
+  return a;
+}
+
+// Validates the attributes and resolves them to one SliceAxis per dimension
+// (untouched dimensions read everything).
+Expected<std::vector<SliceAxis>> sliceAxes(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  auto rank = static_cast<int64_t>(x.rank());
+  const auto &starts = c.getInts("starts"), &ends = c.getInts("ends");
+  const auto &axes = c.getInts("axes"), &steps = c.getInts("steps");
+  size_t n = starts.size();
+  if (ends.size() != n)
+    return Error(str("attributes starts = ", list(starts), " and ends = ", list(ends), " differ in length"));
+  if (!axes.empty() && axes.size() != n)
+    return Error(str("attribute axes = ", list(axes), " has ", axes.size(), " entries, but starts has ", n));
+  if (!steps.empty() && steps.size() != n)
+    return Error(str("attribute steps = ", list(steps), " has ", steps.size(), " entries, but starts has ", n));
+  if (axes.empty() && static_cast<int64_t>(n) > rank)
+    return Error(str("attribute starts has ", n, " entries, more than the rank of ", formatType(x)));
+  std::vector<SliceAxis> out;
+  for (int64_t d : x.shape) out.push_back({0, 1, d});
+  std::vector<bool> seen(x.rank(), false);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t axis = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    auto norm = normalizeAxis(axis, rank);
+    if (!norm) return Error(str("attribute axes contains axis ", axis, ", out of range for rank ", rank));
+    if (seen[*norm]) return Error(str("attribute axes = ", list(axes), " repeats axis ", *norm));
+    seen[*norm] = true;
+    int64_t step = steps.empty() ? 1 : steps[i];
+    if (step == 0) return Error(str("attribute steps = ", list(steps), " contains 0; steps must be nonzero"));
+    out[*norm] = sliceAxis(starts[i], ends[i], step, x.shape[*norm]);
+  }
+  return out;
+}
+
+Results inferSlice(const OpCall& c) {
+  KF_ASSIGN_OR_RETURN(auto axes, sliceAxes(c));
+  Shape shape;
+  for (const SliceAxis& a : axes) shape.push_back(a.count);
+  KF_RETURN_IF_ERROR(checkResultShape(shape));
+  return one(TensorType(c.inputs[0].dtype, shape));
+}
+
+Tensors referenceSlice(const OpCall& c, Inputs in, Outputs out) {
+  KF_ASSIGN_OR_RETURN(auto axes, sliceAxes(c));
+  const Tensor& x = *in[0];
+  Tensor y(out[0]);
+  std::vector<int64_t> src(axes.size());
+  ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+    for (size_t d = 0; d < axes.size(); ++d) src[d] = axes[d].start + idx[d] * axes[d].step;
+    copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+  });
+  return std::vector<Tensor>{std::move(y)};
+}
+
+// ------------------------------------------------------------ pad
+
+// Result coordinate o on axis d reads input coordinate o - begin[d]; outside
+// the input, the mode decides. Negative pads therefore crop.
+Results inferPad(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  const std::vector<int64_t>& pads = c.getInts("pads");
+  const std::string& mode = c.getString("mode");
+  size_t rank = x.rank();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return Error(str("attribute mode = \"", mode, "\" is not one of \"constant\", \"reflect\", \"edge\""));
+  if (pads.size() != 2 * rank)
+    return Error(str("attribute pads = ", list(pads), " has ", pads.size(), " entries, but ", formatType(x),
+                     " needs 2 * rank = ", 2 * rank, " (all begins, then all ends)"));
+  Shape shape;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t size = x.shape[d], begin = pads[d], end = pads[d + rank];
+    // Bounded operands keep the sum below from overflowing.
+    for (int64_t v : {size, begin, end})
+      if (v < -kMaxElements || v > kMaxElements)
+        return Error(str("attribute pads = ", list(pads), " on ", formatType(x), " exceeds 2^48 elements"));
+    if (size + begin + end < 0)
+      return Error(str("attribute pads = ", list(pads), " crops axis ", d, " of ", formatType(x), " below zero (",
+                       size, " + ", begin, " + ", end, ")"));
+    bool grows = begin > 0 || end > 0;
+    if (mode == "reflect" && grows && (begin >= size || end >= size))
+      return Error(str("reflect padding of axis ", d, " of ", formatType(x), " by ", begin, " and ", end,
+                       " needs pads smaller than its size ", size));
+    if (mode == "edge" && grows && size == 0)
+      return Error(str("edge padding cannot grow axis ", d, " of ", formatType(x), ": it is empty"));
+    shape.push_back(size + begin + end);
+  }
+  KF_RETURN_IF_ERROR(checkResultShape(shape));
+  return one(TensorType(x.dtype, shape));
+}
+
+// The input coordinate that result coordinate i - begin maps to on an axis of
+// the given size, or -1 for the constant value.
+int64_t padSource(int64_t i, int64_t size, const std::string& mode) {
+  if (i >= 0 && i < size) return i;
+  if (mode == "edge") return i < 0 ? 0 : size - 1;
+  if (mode == "reflect") return i < 0 ? -i : 2 * (size - 1) - i;  // mirror without repeating the edge
+  return -1;
+}
+
+Tensors referencePad(const OpCall& c, Inputs in, Outputs out) {
+  const Tensor& x = *in[0];
+  const std::vector<int64_t>& pads = c.getInts("pads");
+  const std::string& mode = c.getString("mode");
+  Tensor y(out[0]);
+  std::vector<int64_t> src(x.shape().size());
+  ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+    bool inside = true;
+    for (size_t d = 0; d < src.size(); ++d) {
+      src[d] = padSource(idx[d] - pads[d], x.shape()[d], mode);
+      inside &= src[d] >= 0;
+    }
+    if (inside)
+      copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+    else
+      y.set(flat, c.getFloat("value"));
+  });
+  return std::vector<Tensor>{std::move(y)};
+}
+
+// ------------------------------------------------------------ gather
+
+Results inferGather(const OpCall& c) {
+  const TensorType &data = c.inputs[0], &indices = c.inputs[1];
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    return Error(str("operand 1 (indices) must be i64 or i32, got ", formatType(indices)));
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(data.rank())));
+  Shape shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  KF_RETURN_IF_ERROR(checkResultShape(shape));
+  return one(TensorType(data.dtype, shape));
+}
+
+// Exact for both index dtypes (no detour through double).
+int64_t readIndex(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::I32) {
+    int32_t v;
+    std::memcpy(&v, t.data() + static_cast<size_t>(i) * sizeof v, sizeof v);
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, t.data() + static_cast<size_t>(i) * sizeof v, sizeof v);
+  return v;
+}
+
+// ONNX Gather: out[pre, j, post] = data[pre, indices[j], post]. Every index
+// is checked first, so a bad one is reported even when the result is empty.
+Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
+  const Tensor &data = *in[0], &indices = *in[1];
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(data.shape().size())));
+  int64_t size = data.shape()[axis];
+  for (int64_t i = 0; i < indices.numElements(); ++i) {
+    int64_t v = readIndex(indices, i);
+    if (v < -size || v >= size)
+      return Error(str("index ", v, " at position ", i, " is out of range for axis ", axis, " of size ", size));
+  }
+  auto ri = static_cast<int64_t>(indices.shape().size());
+  Tensor y(out[0]);
+  ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
+    std::vector<int64_t> at(idx.begin() + axis, idx.begin() + axis + ri);
+    int64_t v = readIndex(indices, ops::flatOffset(at, indices.shape()));
+    std::vector<int64_t> src(idx.begin(), idx.begin() + axis);
+    src.push_back(v < 0 ? v + size : v);
+    src.insert(src.end(), idx.begin() + axis + ri, idx.end());
+    copyElement(data, ops::flatOffset(src, data.shape()), y, flat);
+  });
+  return std::vector<Tensor>{std::move(y)};
+}
+
+}  // namespace
+
+void registerShapeIndexOps(OpRegistry& r) {
+  r.add(indexOp("slice", "ONNX Slice: starts/ends/axes/steps, negative and out-of-range values allowed", 1,
+                {{"starts", AttrKind::Ints, std::nullopt},
+                 {"ends", AttrKind::Ints, std::nullopt},
+                 {"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
+                 {"steps", AttrKind::Ints, Attribute(std::vector<int64_t>{})}},
+                inferSlice, referenceSlice));
+  r.add(indexOp("pad", "pads (all begins, then all ends; negative crops) by mode constant, reflect or edge", 1,
+                {{"pads", AttrKind::Ints, std::nullopt},
+                 {"mode", AttrKind::String, Attribute("constant")},
+                 {"value", AttrKind::Float, Attribute(0.0)}},
+                inferPad, referencePad));
+  r.add(indexOp("gather", "ONNX Gather along `axis` with i64/i32 indices (negative count from the end)", 2,
+                {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather));
+}
+
+}  // namespace kfuse
