@@ -1,5 +1,7 @@
 #include "ir/types.h"
 
+#include <algorithm>
+
 #include "ir/support/strings.h"
 
 namespace kfuse {
@@ -8,6 +10,17 @@ int64_t numElements(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+Status checkShapeBounds(const Shape& s, std::string_view what) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) return Error(str(what, " ", formatDims(s, ", "), " contains the negative size ", d));
+    int64_t e = std::max<int64_t>(d, 1);
+    if (e > kMaxElements / n) return Error(str(what, " ", formatDims(s), " has more than 2^48 elements"));
+    n *= e;
+  }
+  return Status::ok();
 }
 
 std::vector<int64_t> stridesOf(const Shape& s) {

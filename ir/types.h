@@ -13,11 +13,18 @@
 namespace kfuse {
 
 inline constexpr int kMaxRank = 6;
+// No real tensor comes near 2^48 elements; the bound keeps every element
+// count, stride and index product well inside int64.
+inline constexpr int64_t kMaxElements = int64_t{1} << 48;
 
 // Shapes are static: every dimension is a known non-negative extent.
 using Shape = std::vector<int64_t>;
 
 int64_t numElements(const Shape& s);
+// Rejects negative sizes and shapes beyond kMaxElements. Zero-size dims count
+// as 1, so that [0, 2^62] (no elements, but absurd strides) is rejected too.
+// Messages read "<what> [2,-1] contains the negative size -1".
+Status checkShapeBounds(const Shape& s, std::string_view what);
 // Row-major strides in elements.
 std::vector<int64_t> stridesOf(const Shape& s);
 // NumPy broadcasting of two shapes; an Error names both shapes on mismatch.

@@ -5,7 +5,7 @@
 #include <limits>
 #include <optional>
 
-#include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
 
 namespace kfuse {
 namespace {
@@ -114,91 +114,11 @@ void registerMatmul(OpRegistry& r) {
 
 // ---------------------------------------------------------------- conv2d
 
-constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
-
-// Non-negative arithmetic that reports overflow: attributes and static shapes
-// may be huge, and inference must answer with an Error, not wrap around.
-std::optional<int64_t> checkedAdd(int64_t a, int64_t b) {
-  if (a > kMaxInt - b) return std::nullopt;
-  return a + b;
-}
-std::optional<int64_t> checkedMul(int64_t a, int64_t b) {
-  if (b != 0 && a > kMaxInt / b) return std::nullopt;
-  return a * b;
-}
-
-// An NCHW or NHWC value: logical extents and memory offsets by logical index.
-struct Image {
-  int64_t n = 0, c = 0, h = 0, w = 0;
-  bool channelsLast = false;
-
-  Shape shape() const { return channelsLast ? Shape{n, h, w, c} : Shape{n, c, h, w}; }
-  int64_t offset(int64_t in, int64_t ic, int64_t ih, int64_t iw) const {
-    return channelsLast ? ((in * h + ih) * w + iw) * c + ic : ((in * c + ic) * h + ih) * w + iw;
-  }
-};
-
-// Plain rank-4 data is NCHW, as in ONNX and PyTorch.
-Expected<Image> imageOf(const OpCall& c, size_t i) {
-  KF_RETURN_IF_ERROR(ops::requireRank(c, i, 4));
-  const TensorType& t = c.inputs[i];
-  const Shape& s = t.shape;
-  if (t.layout == Layout::Plain || t.layout == Layout::NCHW) return Image{s[0], s[1], s[2], s[3], false};
-  if (t.layout == Layout::NHWC) return Image{s[0], s[3], s[1], s[2], true};
-  return Error(
-      str("operand ", i, " has layout ", layoutName(t.layout), ", expected nchw or nhwc, got ", formatType(t)));
-}
-
-// An OIHW or OHWI filter [O, I, kH, kW] (logical order).
-struct Filter {
-  int64_t o = 0, i = 0, kh = 0, kw = 0;
-  bool channelsLast = false;
-
-  int64_t offset(int64_t fo, int64_t fi, int64_t y, int64_t x) const {
-    return channelsLast ? ((fo * kh + y) * kw + x) * i + fi : ((fo * i + fi) * kh + y) * kw + x;
-  }
-};
-
-Expected<Filter> filterOf(const OpCall& c, size_t i) {
-  KF_RETURN_IF_ERROR(ops::requireRank(c, i, 4));
-  const TensorType& t = c.inputs[i];
-  const Shape& s = t.shape;
-  if (t.layout == Layout::Plain || t.layout == Layout::OIHW) return Filter{s[0], s[1], s[2], s[3], false};
-  if (t.layout == Layout::OHWI) return Filter{s[0], s[3], s[1], s[2], true};
-  return Error(
-      str("operand ", i, " has layout ", layoutName(t.layout), ", expected oihw or ohwi, got ", formatType(t)));
-}
-
-// An int-list attribute of exactly `count` values, each >= `min`.
-Expected<std::vector<int64_t>> intsAttr(const OpCall& c, std::string_view name, size_t count, int64_t min) {
-  const std::vector<int64_t>& v = c.getInts(name);
-  if (v.size() != count)
-    return Error(str("attribute ", name, " must have ", count, " values, got [", join(v), "]"));
-  for (int64_t x : v)
-    if (x < min) return Error(str("attribute ", name, " must have values >= ", min, ", got [", join(v), "]"));
-  return v;
-}
-
-// One spatial axis of a sliding window. Shared shape rule of conv and pooling:
-// out = floor((in + padBegin + padEnd - dilation*(kernel-1) - 1) / stride) + 1.
-struct WindowAxis {
-  std::string_view name;  // "height" or "width", for messages
-  int64_t in, kernel, stride, padBegin, padEnd, dilation;
-};
-
-Expected<int64_t> outputExtent(const WindowAxis& a) {
-  std::optional<int64_t> dilated = checkedMul(a.dilation, a.kernel - 1);
-  std::optional<int64_t> span = dilated ? checkedAdd(*dilated, 1) : std::nullopt;
-  std::optional<int64_t> padded = checkedAdd(a.in, a.padBegin);
-  if (padded) padded = checkedAdd(*padded, a.padEnd);
-  if (!span || !padded)
-    return Error(str("window along ", a.name, " overflows int64 (input ", a.in, ", kernel ", a.kernel, ", dilation ",
-                     a.dilation, ", pads ", a.padBegin, " + ", a.padEnd, ")"));
-  if (*span > *padded)
-    return Error(str("kernel ", a.name, " ", a.kernel, " (dilated to ", *span, ") exceeds the padded input ", a.name,
-                     " ", *padded, " (", a.in, " + pads ", a.padBegin, " + ", a.padEnd, ")"));
-  return (*padded - *span) / a.stride + 1;
-}
+using ops::checkedAdd;
+using ops::checkedMul;
+using ops::Filter;
+using ops::Image;
+using ops::WindowAxis;
 
 struct ConvPlan {
   Image x, y;
@@ -225,17 +145,17 @@ Expected<ConvPlan> planConv(const OpCall& c) {
   KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
   KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 1));
   ConvPlan p;
-  KF_ASSIGN_OR_RETURN(p.x, imageOf(c, 0));
-  KF_ASSIGN_OR_RETURN(p.w, filterOf(c, 1));
-  KF_ASSIGN_OR_RETURN(p.strides, intsAttr(c, "strides", 2, 1));
-  KF_ASSIGN_OR_RETURN(p.pads, intsAttr(c, "pads", 4, 0));
-  KF_ASSIGN_OR_RETURN(p.dilations, intsAttr(c, "dilations", 2, 1));
+  KF_ASSIGN_OR_RETURN(p.x, ops::imageOf(c, 0));
+  KF_ASSIGN_OR_RETURN(p.w, ops::filterOf(c, 1));
+  KF_ASSIGN_OR_RETURN(p.strides, ops::intsAttr(c, "strides", 2, 1));
+  KF_ASSIGN_OR_RETURN(p.pads, ops::intsAttr(c, "pads", 4, 0));
+  KF_ASSIGN_OR_RETURN(p.dilations, ops::intsAttr(c, "dilations", 2, 1));
   p.groups = c.getInt("groups");
   if (p.groups < 1) return Error(str("attribute groups must be >= 1, got ", p.groups));
   KF_RETURN_IF_ERROR(checkChannels(c, p));
-  KF_ASSIGN_OR_RETURN(int64_t oh, outputExtent({"height", p.x.h, p.w.kh, p.strides[0], p.pads[0], p.pads[2],
+  KF_ASSIGN_OR_RETURN(int64_t oh, ops::outputExtent({"height", p.x.h, p.w.kh, p.strides[0], p.pads[0], p.pads[2],
                                                 p.dilations[0]}));
-  KF_ASSIGN_OR_RETURN(int64_t ow, outputExtent({"width", p.x.w, p.w.kw, p.strides[1], p.pads[1], p.pads[3],
+  KF_ASSIGN_OR_RETURN(int64_t ow, ops::outputExtent({"width", p.x.w, p.w.kw, p.strides[1], p.pads[1], p.pads[3],
                                                 p.dilations[1]}));
   p.y = Image{p.x.n, p.w.o, oh, ow, p.x.channelsLast};
   std::optional<int64_t> count = checkedMul(p.x.n, p.w.o);

@@ -1,6 +1,8 @@
 #include "ir/ops/op_helpers.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
 namespace kfuse::ops {
 
@@ -62,6 +64,42 @@ Expected<std::vector<int64_t>> axesAttr(const OpCall& c, std::string_view name, 
 }
 
 std::vector<TensorType> one(TensorType t) { return {std::move(t)}; }
+
+std::string listText(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
+
+std::optional<int64_t> checkedAdd(int64_t a, int64_t b) {
+  if (a > std::numeric_limits<int64_t>::max() - b) return std::nullopt;
+  return a + b;
+}
+
+std::optional<int64_t> checkedMul(int64_t a, int64_t b) {
+  if (b != 0 && a > std::numeric_limits<int64_t>::max() / b) return std::nullopt;
+  return a * b;
+}
+
+Expected<std::vector<int64_t>> resolvePermutation(const std::vector<int64_t>& perm, const TensorType& x) {
+  auto rank = static_cast<int64_t>(x.rank());
+  if (perm.empty()) {
+    std::vector<int64_t> reversed;
+    for (int64_t i = rank - 1; i >= 0; --i) reversed.push_back(i);
+    return reversed;
+  }
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return Error(str("attribute perm = ", listText(perm), " has ", perm.size(), " entries, but ", formatType(x),
+                     " has rank ", rank));
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)])
+      return Error(str("attribute perm = ", listText(perm), " is not a permutation of 0..", rank - 1));
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return perm;
+}
+
+void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
+  size_t n = dtypeSize(src.dtype());
+  std::memcpy(dst.data() + static_cast<size_t>(to) * n, src.data() + static_cast<size_t>(from) * n, n);
+}
 
 void forEachIndex(const Shape& shape, const std::function<void(const std::vector<int64_t>&, int64_t)>& fn) {
   int64_t n = numElements(shape);

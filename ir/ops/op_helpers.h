@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,22 @@ Expected<int64_t> axisAttr(const OpCall& c, std::string_view name, int64_t rank)
 Expected<std::vector<int64_t>> axesAttr(const OpCall& c, std::string_view name, int64_t rank);
 
 std::vector<TensorType> one(TensorType t);
+
+// "[0, 0, 1]": an int list as written in the IR, for messages.
+std::string listText(const std::vector<int64_t>& v);
+
+// Non-negative arithmetic that reports overflow: attributes and static shapes
+// may be huge, and inference must answer with an Error, not wrap around.
+std::optional<int64_t> checkedAdd(int64_t a, int64_t b);
+std::optional<int64_t> checkedMul(int64_t a, int64_t b);
+
+// The permutation transposing a value of type x, with the default []
+// spelled out as the reversed axes; an Error if `perm` is not a permutation.
+Expected<std::vector<int64_t>> resolvePermutation(const std::vector<int64_t>& perm, const TensorType& x);
+
+// Copies element `from` of src to element `to` of dst as raw bytes (exact for
+// every dtype); both must have the same dtype.
+void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to);
 
 // Calls fn(index, flat) for every multi-index of `shape` in row-major order.
 void forEachIndex(const Shape& shape, const std::function<void(const std::vector<int64_t>&, int64_t)>& fn);

@@ -8,98 +8,34 @@
 #include <limits>
 #include <optional>
 
-#include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
 
 namespace kfuse {
 namespace {
 
 using ops::one;
 
-constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+using ops::checkedMul;
+using ops::Image;
+using ops::WindowAxis;
 
-// Non-negative arithmetic that reports overflow: attributes and static shapes
-// may be huge, and inference must answer with an Error, not wrap around.
-std::optional<int64_t> checkedAdd(int64_t a, int64_t b) {
-  if (a > kMaxInt - b) return std::nullopt;
-  return a + b;
-}
-std::optional<int64_t> checkedMul(int64_t a, int64_t b) {
-  if (b != 0 && a > kMaxInt / b) return std::nullopt;
-  return a * b;
-}
-
-// An NCHW or NHWC value: logical extents and memory offsets by logical index.
-struct Image {
-  int64_t n = 0, c = 0, h = 0, w = 0;
-  bool channelsLast = false;
-
-  Shape shape() const { return channelsLast ? Shape{n, h, w, c} : Shape{n, c, h, w}; }
-  int64_t offset(int64_t in, int64_t ic, int64_t ih, int64_t iw) const {
-    return channelsLast ? ((in * h + ih) * w + iw) * c + ic : ((in * c + ic) * h + ih) * w + iw;
-  }
-};
-
-// Plain rank-4 data is NCHW, as in ONNX and PyTorch.
+// The pooled operand: a float image with something to pool.
 Expected<Image> imageOf(const OpCall& c) {
   KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
-  KF_RETURN_IF_ERROR(ops::requireRank(c, 0, 4));
-  const TensorType& t = c.inputs[0];
-  const Shape& s = t.shape;
-  Image x;
-  if (t.layout == Layout::Plain || t.layout == Layout::NCHW)
-    x = Image{s[0], s[1], s[2], s[3], false};
-  else if (t.layout == Layout::NHWC)
-    x = Image{s[0], s[3], s[1], s[2], true};
-  else
-    return Error(str("operand 0 has layout ", layoutName(t.layout), ", expected nchw or nhwc, got ", formatType(t)));
-  // An empty spatial extent would leave windows with nothing to pool.
+  KF_ASSIGN_OR_RETURN(Image x, ops::imageOf(c, 0));
   if (x.h < 1 || x.w < 1)
-    return Error(str("input height and width must be at least 1, got ", x.h, "x", x.w, " in ", formatType(t)));
+    return Error(str("input height and width must be at least 1, got ", x.h, "x", x.w, " in ", formatType(c.inputs[0])));
   return x;
 }
 
-// An int-list attribute of exactly `count` values, each >= `min`.
-Expected<std::vector<int64_t>> intsAttr(const OpCall& c, std::string_view name, size_t count, int64_t min) {
-  const std::vector<int64_t>& v = c.getInts(name);
-  if (v.size() != count)
-    return Error(str("attribute ", name, " must have ", count, " values, got [", join(v), "]"));
-  for (int64_t x : v)
-    if (x < min) return Error(str("attribute ", name, " must have values >= ", min, ", got [", join(v), "]"));
-  return v;
-}
-
-// One spatial axis of a pooling window.
-struct WindowAxis {
-  std::string_view name;  // "height" or "width", for messages
-  int64_t in, kernel, stride, padBegin, padEnd, dilation;
-  bool ceilMode;
-};
-
-// floor or ceil((in + padBegin + padEnd - span) / stride) + 1 with span =
-// dilation*(kernel-1) + 1; in ceil mode a last window that would start in the
-// end padding is dropped (PyTorch's rule). Pads must be smaller than the span
-// (as PyTorch and ONNX require), so every window overlaps the input.
-Expected<int64_t> outputExtent(const WindowAxis& a) {
-  std::optional<int64_t> dilated = checkedMul(a.dilation, a.kernel - 1);
-  std::optional<int64_t> span = dilated ? checkedAdd(*dilated, 1) : std::nullopt;
-  std::optional<int64_t> leftPadded = checkedAdd(a.in, a.padBegin);
-  std::optional<int64_t> padded = leftPadded ? checkedAdd(*leftPadded, a.padEnd) : std::nullopt;
-  if (!span || !padded)
-    return Error(str("window along ", a.name, " overflows int64 (input ", a.in, ", kernel ", a.kernel, ", dilation ",
-                     a.dilation, ", pads ", a.padBegin, " + ", a.padEnd, ")"));
-  if (a.padBegin >= *span || a.padEnd >= *span)
+// Pads must be smaller than the window span (as PyTorch and ONNX require), so
+// every window overlaps the input.
+Expected<int64_t> poolExtent(const WindowAxis& a) {
+  KF_ASSIGN_OR_RETURN(int64_t span, ops::windowSpan(a));
+  if (a.padBegin >= span || a.padEnd >= span)
     return Error(str("pads along ", a.name, " (", a.padBegin, ", ", a.padEnd, ") must be smaller than the ",
-                     a.dilation > 1 ? "dilated kernel " : "kernel ", *span, ": a window could hold only padding"));
-  if (*span > *padded)
-    return Error(str("kernel ", a.name, " ", a.kernel, " (dilated to ", *span, ") exceeds the padded input ", a.name,
-                     " ", *padded, " (", a.in, " + pads ", a.padBegin, " + ", a.padEnd, ")"));
-  int64_t room = *padded - *span;
-  int64_t out = room / a.stride + 1;
-  if (!a.ceilMode || room % a.stride == 0) return out;
-  // The extra ceil window starts at out * stride; keep it only if it starts
-  // before the end padding. An overflowing start is certainly past it.
-  std::optional<int64_t> lastStart = checkedMul(out, a.stride);
-  return lastStart && *lastStart < *leftPadded ? out + 1 : out;
+                     a.dilation > 1 ? "dilated kernel " : "kernel ", span, ": a window could hold only padding"));
+  return ops::outputExtent(a);
 }
 
 struct PoolPlan {
@@ -111,20 +47,20 @@ struct PoolPlan {
 Expected<PoolPlan> planPool(const OpCall& c, bool dilated) {
   PoolPlan p;
   KF_ASSIGN_OR_RETURN(p.x, imageOf(c));
-  KF_ASSIGN_OR_RETURN(p.kernel, intsAttr(c, "kernel", 2, 1));
+  KF_ASSIGN_OR_RETURN(p.kernel, ops::intsAttr(c, "kernel", 2, 1));
   p.strides = p.kernel;
   if (!c.getInts("strides").empty()) {
-    KF_ASSIGN_OR_RETURN(p.strides, intsAttr(c, "strides", 2, 1));
+    KF_ASSIGN_OR_RETURN(p.strides, ops::intsAttr(c, "strides", 2, 1));
   }
-  KF_ASSIGN_OR_RETURN(p.pads, intsAttr(c, "pads", 4, 0));
+  KF_ASSIGN_OR_RETURN(p.pads, ops::intsAttr(c, "pads", 4, 0));
   p.dilations = {1, 1};
   if (dilated) {
-    KF_ASSIGN_OR_RETURN(p.dilations, intsAttr(c, "dilations", 2, 1));
+    KF_ASSIGN_OR_RETURN(p.dilations, ops::intsAttr(c, "dilations", 2, 1));
   }
   bool ceilMode = c.getBool("ceil_mode");
-  KF_ASSIGN_OR_RETURN(int64_t oh, outputExtent({"height", p.x.h, p.kernel[0], p.strides[0], p.pads[0], p.pads[2],
+  KF_ASSIGN_OR_RETURN(int64_t oh, poolExtent({"height", p.x.h, p.kernel[0], p.strides[0], p.pads[0], p.pads[2],
                                                 p.dilations[0], ceilMode}));
-  KF_ASSIGN_OR_RETURN(int64_t ow, outputExtent({"width", p.x.w, p.kernel[1], p.strides[1], p.pads[1], p.pads[3],
+  KF_ASSIGN_OR_RETURN(int64_t ow, poolExtent({"width", p.x.w, p.kernel[1], p.strides[1], p.pads[1], p.pads[3],
                                                 p.dilations[1], ceilMode}));
   p.y = Image{p.x.n, p.x.c, oh, ow, p.x.channelsLast};
   std::optional<int64_t> count = checkedMul(p.x.n, p.x.c);

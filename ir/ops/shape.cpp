@@ -20,36 +20,11 @@ using Tensors = Expected<std::vector<Tensor>>;
 using Inputs = std::span<const Tensor* const>;
 using Outputs = std::span<const TensorType>;
 
-// No real tensor comes near 2^48 elements; the limit keeps every element
-// count, stride and index product well inside int64.
-constexpr int64_t kMaxElements = int64_t{1} << 48;
-
-// "[0, 0, 1]": an int-list attribute as written in the IR.
-std::string list(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
-
-// Rejects negative sizes and shapes too large to index. Zero-size dims count
-// as 1, so that [0, 2^62] (no elements, absurd strides) is rejected too.
-Status checkShape(const Shape& s, std::string_view what) {
-  int64_t n = 1;
-  for (int64_t d : s) {
-    if (d < 0) return Error(str(what, " ", list(s), " contains the negative size ", d));
-    int64_t e = std::max<int64_t>(d, 1);
-    if (e > kMaxElements / n) return Error(str(what, " ", formatDims(s), " has more than 2^48 elements"));
-    n *= e;
-  }
-  return Status::ok();
-}
-
 // Element count without intermediate overflow: checks zeros first.
 int64_t elementCount(const Shape& s) {
   for (int64_t d : s)
     if (d == 0) return 0;
   return numElements(s);
-}
-
-void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
-  size_t n = dtypeSize(src.dtype());
-  std::memcpy(dst.data() + static_cast<size_t>(to) * n, src.data() + static_cast<size_t>(from) * n, n);
 }
 
 OpDef shapeOp(std::string name, std::string summary, std::vector<AttrSpec> attrs, InferFn infer, ReferenceFn ref) {
@@ -91,14 +66,14 @@ Results inferReshape(const OpCall& c) {
   int64_t inferred = -1;  // position of the -1, if any
   for (size_t i = 0; i < want.size(); ++i) {
     if (want[i] < -1)
-      return Error(str("attribute shape = ", list(want), " contains the negative size ", want[i],
+      return Error(str("attribute shape = ", ops::listText(want), " contains the negative size ", want[i],
                        " (only one -1, for an inferred size, is allowed)"));
     if (want[i] != -1) continue;
-    if (inferred >= 0) return Error(str("attribute shape = ", list(want), " contains more than one -1"));
+    if (inferred >= 0) return Error(str("attribute shape = ", ops::listText(want), " contains more than one -1"));
     inferred = static_cast<int64_t>(i);
     shape[i] = 1;
   }
-  KF_RETURN_IF_ERROR(checkShape(shape, "attribute shape ="));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "attribute shape ="));
   int64_t n = elementCount(x.shape);
   int64_t known = numElements(shape);  // the -1 counted as 1
   if (inferred >= 0) {
@@ -132,7 +107,7 @@ Results inferSqueeze(const OpCall& c) {
   Shape shape;
   for (size_t d = 0; d < x.rank(); ++d)
     if (!drop[d]) shape.push_back(x.shape[d]);
-  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(x.dtype, shape));
 }
 
@@ -150,7 +125,7 @@ Results inferUnsqueeze(const OpCall& c) {
   Shape shape;
   size_t next = 0;
   for (int64_t d = 0; d < outRank; ++d) shape.push_back(inserted[d] ? 1 : x.shape[next++]);
-  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(x.dtype, shape));
 }
 
@@ -163,7 +138,7 @@ Results inferFlatten(const OpCall& c) {
     return Error(str("attribute axis = ", axis, " is out of range [", -rank, ", ", rank, "] for ", formatType(x)));
   if (axis < 0) axis += rank;
   Shape outer(x.shape.begin(), x.shape.begin() + axis), inner(x.shape.begin() + axis, x.shape.end());
-  KF_RETURN_IF_ERROR(checkShape(x.shape, "operand shape"));
+  KF_RETURN_IF_ERROR(checkShapeBounds(x.shape, "operand shape"));
   return one(TensorType(x.dtype, {elementCount(outer), elementCount(inner)}));
 }
 
@@ -180,25 +155,8 @@ void registerReshapes(OpRegistry& r) {
 
 // ------------------------------------------------------------ transpose, expand
 
-// The permutation, with the default [] spelled out as the reversed axes.
 Expected<std::vector<int64_t>> permutation(const OpCall& c) {
-  const TensorType& x = c.inputs[0];
-  auto rank = static_cast<int64_t>(x.rank());
-  std::vector<int64_t> perm = c.getInts("perm");
-  if (perm.empty()) {
-    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-    return perm;
-  }
-  if (static_cast<int64_t>(perm.size()) != rank)
-    return Error(str("attribute perm = ", list(perm), " has ", perm.size(), " entries, but ", formatType(x),
-                     " has rank ", rank));
-  std::vector<bool> seen(perm.size(), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[p])
-      return Error(str("attribute perm = ", list(perm), " is not a permutation of 0..", rank - 1));
-    seen[p] = true;
-  }
-  return perm;
+  return ops::resolvePermutation(c.getInts("perm"), c.inputs[0]);
 }
 
 Results inferTranspose(const OpCall& c) {
@@ -206,7 +164,7 @@ Results inferTranspose(const OpCall& c) {
   const TensorType& x = c.inputs[0];
   Shape shape;
   for (int64_t p : perm) shape.push_back(x.shape[p]);
-  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(x.dtype, shape));
 }
 
@@ -218,7 +176,7 @@ Tensors referenceTranspose(const OpCall& c, Inputs in, Outputs out) {
   std::vector<int64_t> src(perm.size());
   ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
     for (size_t i = 0; i < perm.size(); ++i) src[perm[i]] = idx[i];
-    copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+    ops::copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
   });
   return std::vector<Tensor>{std::move(y)};
 }
@@ -228,10 +186,10 @@ Tensors referenceTranspose(const OpCall& c, Inputs in, Outputs out) {
 Results inferExpand(const OpCall& c) {
   const TensorType& x = c.inputs[0];
   const std::vector<int64_t>& want = c.getInts("shape");
-  KF_RETURN_IF_ERROR(checkShape(want, "attribute shape ="));
+  KF_RETURN_IF_ERROR(checkShapeBounds(want, "attribute shape ="));
   auto shape = broadcastShapes(x.shape, want);
   if (!shape) return Error(str("cannot expand ", formatType(x), " to ", formatDims(want), ": ", shape.error().message()));
-  KF_RETURN_IF_ERROR(checkShape(*shape, "result shape"));
+  KF_RETURN_IF_ERROR(checkShapeBounds(*shape, "result shape"));
   return one(TensorType(x.dtype, *shape));
 }
 
@@ -239,7 +197,7 @@ Tensors referenceExpand(const OpCall&, Inputs in, Outputs out) {
   const Tensor& x = *in[0];
   Tensor y(out[0]);
   ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    copyElement(x, ops::broadcastOffset(idx, x.shape()), y, flat);
+    ops::copyElement(x, ops::broadcastOffset(idx, x.shape()), y, flat);
   });
   return std::vector<Tensor>{std::move(y)};
 }
@@ -273,7 +231,7 @@ Results inferConcat(const OpCall& c) {
       return Error(str("concatenated axis ", axis, " has more than 2^48 elements"));
     shape[axis] += t.shape[axis];
   }
-  KF_RETURN_IF_ERROR(checkShape(shape, "result shape"));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(first.dtype, shape));
 }
 
@@ -286,7 +244,7 @@ Tensors referenceConcat(const OpCall& c, Inputs in, Outputs out) {
     ops::forEachIndex(x->shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
       std::vector<int64_t> dst = idx;
       dst[axis] += offset;
-      copyElement(*x, flat, y, ops::flatOffset(dst, y.shape()));
+      ops::copyElement(*x, flat, y, ops::flatOffset(dst, y.shape()));
     });
     offset += x->shape()[axis];
   }
@@ -299,7 +257,7 @@ Results inferSplit(const OpCall& c) {
   const std::vector<int64_t>& sizes = c.getInts("sizes");
   if (sizes.empty()) return Error("attribute sizes is empty; split needs at least one result");
   for (int64_t s : sizes)
-    if (s < 0) return Error(str("attribute sizes = ", list(sizes), " contains the negative size ", s));
+    if (s < 0) return Error(str("attribute sizes = ", ops::listText(sizes), " contains the negative size ", s));
   std::vector<TensorType> results;
   int64_t sum = 0;
   for (int64_t s : sizes) {
@@ -310,9 +268,9 @@ Results inferSplit(const OpCall& c) {
     results.push_back(std::move(t));
   }
   if (results.size() != sizes.size() || sum != x.shape[axis])
-    return Error(str("attribute sizes = ", list(sizes), " must sum to ", x.shape[axis], ", the size of axis ", axis,
+    return Error(str("attribute sizes = ", ops::listText(sizes), " must sum to ", x.shape[axis], ", the size of axis ", axis,
                      " of ", formatType(x)));
-  for (const TensorType& t : results) KF_RETURN_IF_ERROR(checkShape(t.shape, "result shape"));
+  for (const TensorType& t : results) KF_RETURN_IF_ERROR(checkShapeBounds(t.shape, "result shape"));
   return results;
 }
 
@@ -327,7 +285,7 @@ Tensors referenceSplit(const OpCall& c, Inputs in, Outputs out) {
     ops::forEachIndex(t.shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
       std::vector<int64_t> src = idx;
       src[axis] += offset;
-      copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+      ops::copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
     });
     offset += t.shape[axis];
     results.push_back(std::move(y));

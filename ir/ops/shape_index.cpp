@@ -17,27 +17,6 @@ using Tensors = Expected<std::vector<Tensor>>;
 using Inputs = std::span<const Tensor* const>;
 using Outputs = std::span<const TensorType>;
 
-// Same limit as shape.cpp: results beyond 2^48 elements (zero-size dims
-// counted as 1) are rejected, so index arithmetic cannot overflow.
-constexpr int64_t kMaxElements = int64_t{1} << 48;
-
-std::string list(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
-
-Status checkResultShape(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) {
-    int64_t e = std::max<int64_t>(d, 1);
-    if (e > kMaxElements / n) return Error(str("result shape ", formatDims(s), " has more than 2^48 elements"));
-    n *= e;
-  }
-  return Status::ok();
-}
-
-void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
-  size_t n = dtypeSize(src.dtype());
-  std::memcpy(dst.data() + static_cast<size_t>(to) * n, src.data() + static_cast<size_t>(from) * n, n);
-}
-
 OpDef indexOp(std::string name, std::string summary, int arity, std::vector<AttrSpec> attrs, InferFn infer,
               ReferenceFn ref) {
   OpDef d;
@@ -89,11 +68,11 @@ Expected<std::vector<SliceAxis>> sliceAxes(const OpCall& c) {
   const auto &axes = c.getInts("axes"), &steps = c.getInts("steps");
   size_t n = starts.size();
   if (ends.size() != n)
-    return Error(str("attributes starts = ", list(starts), " and ends = ", list(ends), " differ in length"));
+    return Error(str("attributes starts = ", ops::listText(starts), " and ends = ", ops::listText(ends), " differ in length"));
   if (!axes.empty() && axes.size() != n)
-    return Error(str("attribute axes = ", list(axes), " has ", axes.size(), " entries, but starts has ", n));
+    return Error(str("attribute axes = ", ops::listText(axes), " has ", axes.size(), " entries, but starts has ", n));
   if (!steps.empty() && steps.size() != n)
-    return Error(str("attribute steps = ", list(steps), " has ", steps.size(), " entries, but starts has ", n));
+    return Error(str("attribute steps = ", ops::listText(steps), " has ", steps.size(), " entries, but starts has ", n));
   if (axes.empty() && static_cast<int64_t>(n) > rank)
     return Error(str("attribute starts has ", n, " entries, more than the rank of ", formatType(x)));
   std::vector<SliceAxis> out;
@@ -103,10 +82,10 @@ Expected<std::vector<SliceAxis>> sliceAxes(const OpCall& c) {
     int64_t axis = axes.empty() ? static_cast<int64_t>(i) : axes[i];
     auto norm = normalizeAxis(axis, rank);
     if (!norm) return Error(str("attribute axes contains axis ", axis, ", out of range for rank ", rank));
-    if (seen[*norm]) return Error(str("attribute axes = ", list(axes), " repeats axis ", *norm));
+    if (seen[*norm]) return Error(str("attribute axes = ", ops::listText(axes), " repeats axis ", *norm));
     seen[*norm] = true;
     int64_t step = steps.empty() ? 1 : steps[i];
-    if (step == 0) return Error(str("attribute steps = ", list(steps), " contains 0; steps must be nonzero"));
+    if (step == 0) return Error(str("attribute steps = ", ops::listText(steps), " contains 0; steps must be nonzero"));
     out[*norm] = sliceAxis(starts[i], ends[i], step, x.shape[*norm]);
   }
   return out;
@@ -116,7 +95,7 @@ Results inferSlice(const OpCall& c) {
   KF_ASSIGN_OR_RETURN(auto axes, sliceAxes(c));
   Shape shape;
   for (const SliceAxis& a : axes) shape.push_back(a.count);
-  KF_RETURN_IF_ERROR(checkResultShape(shape));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(c.inputs[0].dtype, shape));
 }
 
@@ -127,7 +106,7 @@ Tensors referenceSlice(const OpCall& c, Inputs in, Outputs out) {
   std::vector<int64_t> src(axes.size());
   ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
     for (size_t d = 0; d < axes.size(); ++d) src[d] = axes[d].start + idx[d] * axes[d].step;
-    copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+    ops::copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
   });
   return std::vector<Tensor>{std::move(y)};
 }
@@ -144,7 +123,7 @@ Results inferPad(const OpCall& c) {
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     return Error(str("attribute mode = \"", mode, "\" is not one of \"constant\", \"reflect\", \"edge\""));
   if (pads.size() != 2 * rank)
-    return Error(str("attribute pads = ", list(pads), " has ", pads.size(), " entries, but ", formatType(x),
+    return Error(str("attribute pads = ", ops::listText(pads), " has ", pads.size(), " entries, but ", formatType(x),
                      " needs 2 * rank = ", 2 * rank, " (all begins, then all ends)"));
   Shape shape;
   for (size_t d = 0; d < rank; ++d) {
@@ -152,9 +131,9 @@ Results inferPad(const OpCall& c) {
     // Bounded operands keep the sum below from overflowing.
     for (int64_t v : {size, begin, end})
       if (v < -kMaxElements || v > kMaxElements)
-        return Error(str("attribute pads = ", list(pads), " on ", formatType(x), " exceeds 2^48 elements"));
+        return Error(str("attribute pads = ", ops::listText(pads), " on ", formatType(x), " exceeds 2^48 elements"));
     if (size + begin + end < 0)
-      return Error(str("attribute pads = ", list(pads), " crops axis ", d, " of ", formatType(x), " below zero (",
+      return Error(str("attribute pads = ", ops::listText(pads), " crops axis ", d, " of ", formatType(x), " below zero (",
                        size, " + ", begin, " + ", end, ")"));
     bool grows = begin > 0 || end > 0;
     if (mode == "reflect" && grows && (begin >= size || end >= size))
@@ -164,7 +143,7 @@ Results inferPad(const OpCall& c) {
       return Error(str("edge padding cannot grow axis ", d, " of ", formatType(x), ": it is empty"));
     shape.push_back(size + begin + end);
   }
-  KF_RETURN_IF_ERROR(checkResultShape(shape));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(x.dtype, shape));
 }
 
@@ -190,7 +169,7 @@ Tensors referencePad(const OpCall& c, Inputs in, Outputs out) {
       inside &= src[d] >= 0;
     }
     if (inside)
-      copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
+      ops::copyElement(x, ops::flatOffset(src, x.shape()), y, flat);
     else
       y.set(flat, c.getFloat("value"));
   });
@@ -207,7 +186,7 @@ Results inferGather(const OpCall& c) {
   Shape shape(data.shape.begin(), data.shape.begin() + axis);
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
   shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-  KF_RETURN_IF_ERROR(checkResultShape(shape));
+  KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
   return one(TensorType(data.dtype, shape));
 }
 
@@ -242,7 +221,7 @@ Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
     std::vector<int64_t> src(idx.begin(), idx.begin() + axis);
     src.push_back(v < 0 ? v + size : v);
     src.insert(src.end(), idx.begin() + axis + ri, idx.end());
-    copyElement(data, ops::flatOffset(src, data.shape()), y, flat);
+    ops::copyElement(data, ops::flatOffset(src, data.shape()), y, flat);
   });
   return std::vector<Tensor>{std::move(y)};
 }

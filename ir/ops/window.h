@@ -1,0 +1,55 @@
+// Sliding-window geometry shared by conv2d and the pooling ops: the NCHW /
+// NHWC image view, the OIHW / OHWI filter view, list attributes, and the
+// output-extent rule.
+#pragma once
+
+#include "ir/ops/op_helpers.h"
+
+namespace kfuse::ops {
+
+// An NCHW or NHWC value: logical extents and memory offsets by logical index.
+struct Image {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  bool channelsLast = false;
+
+  Shape shape() const { return channelsLast ? Shape{n, h, w, c} : Shape{n, c, h, w}; }
+  int64_t offset(int64_t in, int64_t ic, int64_t ih, int64_t iw) const {
+    return channelsLast ? ((in * h + ih) * w + iw) * c + ic : ((in * c + ic) * h + ih) * w + iw;
+  }
+};
+
+// Operand i as an image; plain rank-4 data is NCHW, as in ONNX and PyTorch.
+Expected<Image> imageOf(const OpCall& c, size_t i);
+
+// An OIHW or OHWI filter [O, I, kH, kW] (logical order).
+struct Filter {
+  int64_t o = 0, i = 0, kh = 0, kw = 0;
+  bool channelsLast = false;
+
+  int64_t offset(int64_t fo, int64_t fi, int64_t y, int64_t x) const {
+    return channelsLast ? ((fo * kh + y) * kw + x) * i + fi : ((fo * i + fi) * kh + y) * kw + x;
+  }
+};
+
+// Operand i as a filter; plain rank-4 data is OIHW.
+Expected<Filter> filterOf(const OpCall& c, size_t i);
+
+// An int-list attribute of exactly `count` values, each >= `min`.
+Expected<std::vector<int64_t>> intsAttr(const OpCall& c, std::string_view name, size_t count, int64_t min);
+
+// One spatial axis of a sliding window.
+struct WindowAxis {
+  std::string_view name;  // "height" or "width", for messages
+  int64_t in, kernel, stride, padBegin, padEnd, dilation;
+  bool ceilMode = false;
+};
+
+// Window span: dilation * (kernel - 1) + 1, or an Error on overflow.
+Expected<int64_t> windowSpan(const WindowAxis& a);
+
+// out = floor or ceil((in + padBegin + padEnd - span) / stride) + 1; in ceil
+// mode a last window that would start in the end padding is dropped
+// (PyTorch's rule). An Error when the window does not fit or overflows.
+Expected<int64_t> outputExtent(const WindowAxis& a);
+
+}  // namespace kfuse::ops
