@@ -56,7 +56,10 @@ double saturateInt(double v) {
   if (std::isnan(v)) return 0;
   double t = std::trunc(v);
   double lo = static_cast<double>(std::numeric_limits<I>::min());
+  // INT64_MAX is not a double: (double)INT64_MAX is 2^63, and converting 2^63
+  // back to int64 is undefined. Saturate to the largest double below it.
   double hi = static_cast<double>(std::numeric_limits<I>::max());
+  if (static_cast<long double>(hi) > static_cast<long double>(std::numeric_limits<I>::max())) hi = std::nextafter(hi, 0.0);
   return t < lo ? lo : (t > hi ? hi : t);
 }
 }  // namespace

@@ -92,7 +92,7 @@ Expected<Tensor> parseNpy(std::string_view bytes, const std::string& path) {
     return fail(str("data size ", bytes.size() - dataStart, " does not match ", formatType(type), " (",
                     elems * dtypeSize(*dtype), " bytes)"));
   Tensor t(type);
-  std::memcpy(t.data(), bytes.data() + dataStart, t.byteSize());
+  if (t.byteSize() > 0) std::memcpy(t.data(), bytes.data() + dataStart, t.byteSize());
   return t;
 }
 

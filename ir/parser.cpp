@@ -114,6 +114,7 @@ class Parser {
   }
 
   Expected<TensorType> parseType() {
+    Token typeAt = tok_;
     if (tok_.kind != Tok::Ident) return err(str("expected a type such as f32[2,3], got ", describe(tok_)));
     auto dtype = parseDType(tok_.text);
     if (!dtype)
@@ -131,10 +132,7 @@ class Parser {
     }
     KF_RETURN_IF_ERROR(advance());
     TensorType t(*dtype, shape);
-    // Element count must fit comfortably in 64 bits (and in memory).
-    double elems = 1;
-    for (int64_t d : shape) elems *= static_cast<double>(d);
-    if (elems > static_cast<double>(int64_t{1} << 48)) return err(str("type ", formatType(t), " has too many elements"));
+    if (auto s = checkShapeBounds(shape, "type " + std::string(dtypeName(*dtype))); !s) return errAt(typeAt, s.message());
     if (tok_.kind == Tok::Hash) {
       KF_RETURN_IF_ERROR(advance());
       if (tok_.kind != Tok::Ident) return err(str("expected a layout after '#', got ", describe(tok_)));

@@ -200,7 +200,7 @@ Expected<TensorMap> parseWeights(std::string_view bytes, const std::string& path
       return fail(str("truncated: tensor '", name, "' ends at byte ", e.offsets[1], " of a ", data.size(),
                       "-byte data section"));
     Tensor t(type);
-    std::memcpy(t.data(), data.data() + e.offsets[0], need);
+    if (need > 0) std::memcpy(t.data(), data.data() + e.offsets[0], need);
     out.emplace(name, std::move(t));
   }
   return out;

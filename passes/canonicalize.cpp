@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "ir/builder.h"
+#include "ir/ops/op_helpers.h"
 #include "passes/pass_registry.h"
 
 namespace kfuse {
@@ -88,14 +89,19 @@ class Canonicalizer {
   }
 
   bool rewriteTranspose(Node* n) {
-    const std::vector<int64_t>& q = n->attr("perm").asInts();
+    // perm = [] means "reverse the axes": resolve it before reasoning about it.
+    auto resolved = ops::resolvePermutation(n->attr("perm").asInts(), n->operand(0)->type());
+    if (!resolved) return false;
+    const std::vector<int64_t>& q = *resolved;
     bool identity = true;
     for (size_t i = 0; i < q.size(); ++i) identity &= q[i] == static_cast<int64_t>(i);
     if (identity) return forward(n, n->operand(0));
     Node* inner = n->operand(0)->producer();
     if (!inner || inner->opName() != "transpose") return false;
     // out[i] = mid[q[i]] and mid[j] = x[p[j]], so out[i] = x[p[q[i]]].
-    const std::vector<int64_t>& p = inner->attr("perm").asInts();
+    auto innerPerm = ops::resolvePermutation(inner->attr("perm").asInts(), inner->operand(0)->type());
+    if (!innerPerm) return false;
+    const std::vector<int64_t>& p = *innerPerm;
     std::vector<int64_t> composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[static_cast<size_t>(q[i])];
     return replaceWithNode(n, "transpose", inner->operand(0), {{"perm", Attribute(composed)}});
