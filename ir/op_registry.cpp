@@ -44,6 +44,7 @@ const OpRegistry& OpRegistry::global() {
     registerPoolOps(r);
     registerNormOps(r);
     registerLossOps(r);
+    registerLogicOps(r);
     return r;
   }();
   return registry;

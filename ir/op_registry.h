@@ -107,5 +107,6 @@ void registerLinalgOps(OpRegistry& r);
 void registerPoolOps(OpRegistry& r);
 void registerNormOps(OpRegistry& r);
 void registerLossOps(OpRegistry& r);
+void registerLogicOps(OpRegistry& r);
 
 }  // namespace kfuse

@@ -10,6 +10,7 @@
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
 #include "tools/kfuse/commands.h"
+#include "tools/kfuse/model_loader.h"
 
 namespace kfuse::cli {
 namespace {
@@ -69,7 +70,7 @@ Expected<std::vector<Tensor>> gatherInputs(const Graph& g, const std::vector<std
 }
 
 int runRun(const RunArgs& a) {
-  auto module = parseModuleFile(a.model);
+  auto module = loadModel(a.model);
   if (!module) return reportError("run", module.error());
   const Module& m = **module;
   if (m.functions().empty()) return reportError("run", Error(str("'", a.model, "' defines no function")));

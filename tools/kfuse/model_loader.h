@@ -1,0 +1,21 @@
+// Loading a model from any supported file, for every subcommand that takes
+// one: textual IR (.kir) always; ONNX (.onnx) when built with KFUSE_WITH_ONNX.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kfuse::cli {
+
+struct ModelOptions {
+  // --shape NAME=D0,D1,...: binds the dynamic dimensions of an input.
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+Expected<std::unique_ptr<Module>> loadModel(const std::string& path, const ModelOptions& opts = {});
+
+}  // namespace kfuse::cli
