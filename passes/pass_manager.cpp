@@ -41,17 +41,18 @@ void PassManager::printTiming() {
   std::ostream& os = std::cerr;  // as MLIR does: never mixed with IR on stdout
   double total = 0;
   for (const PassRecord& r : records_) total += r.seconds;
+  auto ms = [](double s) { return s * 1e3; };
   os << "===-------------------------------------------------------------------------===\n"
      << "                         ... Pass execution timing report ...\n"
      << "===-------------------------------------------------------------------------===\n"
-     << "  Total Execution Time: " << std::fixed << std::setprecision(4) << total << " seconds\n\n"
-     << "   ---Wall Time---  --- Name ---\n";
+     << "  Total Execution Time: " << std::fixed << std::setprecision(3) << ms(total) << " ms\n\n"
+     << "   ---Wall Time (ms)---  --- Name ---\n";
   for (const PassRecord& r : records_) {
     double pct = total > 0 ? 100.0 * r.seconds / total : 0;
-    os << "   " << std::setw(7) << std::setprecision(4) << r.seconds << " (" << std::setw(5) << std::setprecision(1)
-       << pct << "%)  " << r.pass << "\n";
+    os << "   " << std::setw(9) << std::setprecision(3) << ms(r.seconds) << " (" << std::setw(5)
+       << std::setprecision(1) << pct << "%)  " << r.pass << "\n";
   }
-  os << "   " << std::setw(7) << std::setprecision(4) << total << " (100.0%)  Total\n";
+  os << "   " << std::setw(9) << std::setprecision(3) << ms(total) << " (100.0%)  Total\n";
 }
 
 Status PassManager::run(Module& m, const PassContext& ctx) {
