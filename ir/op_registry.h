@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/grad_builder.h"
 #include "ir/scalar_expr.h"
 #include "ir/support/expected.h"
 #include "ir/tensor.h"
@@ -72,6 +73,9 @@ struct OpDef {
   InferFn infer;
   ReferenceFn reference;
   ScalarFn scalar;  // set for Elementwise and Broadcast ops
+  // Reverse-mode gradient rule; unset for ops that are not differentiable
+  // (comparisons, argmax, shape_of, integer-only ops).
+  GradFn grad;
   // The results depend only on the operands' types, never their values
   // (shape_of): constant folding may evaluate such a node at compile time.
   bool dependsOnlyOnTypes = false;

@@ -95,7 +95,7 @@ Expected<std::vector<Tensor>> foldReference(const OpCall& c, const Tensor& in, c
   return std::vector<Tensor>{std::move(out)};
 }
 
-void reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom, Fold fold) {
+OpDef& reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom, Fold fold) {
   OpDef d;
   d.name = std::move(name);
   d.summary = std::move(summary);
@@ -112,20 +112,65 @@ void reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom, 
   };
   d.reference = [fold](const OpCall& c, std::span<const Tensor* const> in,
                        std::span<const TensorType> out) { return foldReference(c, *in[0], out[0], fold); };
-  r.add(std::move(d));
+  return r.add(std::move(d));
+}
+
+// ---- gradients of the reductions
+
+// The reduced axes of a node (as reducedAxes, from the node's attributes).
+std::vector<int64_t> nodeAxes(const Node& n) {
+  auto rank = static_cast<int64_t>(n.operand(0)->type().rank());
+  std::vector<int64_t> axes;
+  for (int64_t a : n.attr("axes").asInts()) axes.push_back(*normalizeAxis(a, rank));
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+// A reduced value (dy or y) broadcast back over the reduced axes of x.
+Value* spreadBack(GradBuilder& b, const Node& n, Value* reduced) {
+  const TensorType& x = n.operand(0)->type();
+  Shape kept = reducedType(x, nodeAxes(n), true, x.dtype).shape;
+  return b.expandTo(b.reshape(reduced, kept), x.shape);
+}
+
+std::vector<Value*> sumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  return {spreadBack(b, n, dy[0])};
+}
+
+std::vector<Value*> meanGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  int64_t count = 1;
+  for (int64_t a : nodeAxes(n)) count *= n.operand(0)->type().shape[a];
+  Value* share = b.op("div", {dy[0], b.scalarLike(static_cast<double>(count), dy[0])});
+  return {spreadBack(b, n, share)};
+}
+
+// dy flows to the elements equal to the extremum, split evenly among ties
+// (as torch.amax / amin do).
+std::vector<Value*> extremumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  Value* x = n.operand(0);
+  Value* mask = b.op("equal", {x, spreadBack(b, n, n.result())});
+  Value* ones = b.op("cast", {mask}, {{"to", Attribute(std::string(dtypeName(x->type().dtype)))}});
+  Value* ties = b.op("reduce_sum", {ones}, {{"axes", Attribute(nodeAxes(n))}, {"keepdims", true}});
+  Value* share = b.op("div", {spreadBack(b, n, dy[0]), b.expandTo(ties, x->type().shape)});
+  return {b.op("where", {mask, share, b.scalarLike(0, share)})};
 }
 
 void registerReduces(OpRegistry& r) {
   auto plus = [](double a, double x) { return a + x; };
   auto asIs = [](double a, int64_t) { return a; };
-  reduceOp(r, "reduce_sum", "sum over `axes` (all axes when empty)", Domain::Numeric, {0.0, plus, asIs});
+  reduceOp(r, "reduce_sum", "sum over `axes` (all axes when empty)", Domain::Numeric, {0.0, plus, asIs}).grad =
+      sumGrad;
   // The mean of zero elements is 0/0 = NaN, as in NumPy and torch.
   reduceOp(r, "reduce_mean", "mean over `axes` (all axes when empty)", Domain::Float,
-           {0.0, plus, [](double a, int64_t n) { return a / static_cast<double>(n); }});
+           {0.0, plus, [](double a, int64_t n) { return a / static_cast<double>(n); }})
+      .grad = meanGrad;
   reduceOp(r, "reduce_max", "maximum over `axes` (all axes when empty), NaN-propagating", Domain::Numeric,
-           {-kInf, maxPropagatingNaN, asIs});
+           {-kInf, maxPropagatingNaN, asIs})
+      .grad = extremumGrad;
   reduceOp(r, "reduce_min", "minimum over `axes` (all axes when empty), NaN-propagating", Domain::Numeric,
-           {kInf, minPropagatingNaN, asIs});
+           {kInf, minPropagatingNaN, asIs})
+      .grad = extremumGrad;
 }
 
 // ---- argmax, softmax, log_softmax: one axis ----
@@ -203,7 +248,7 @@ Tensor softmaxReference(const Tensor& x, const TensorType& outType, int64_t axis
   return out;
 }
 
-void softmaxOp(OpRegistry& r, std::string name, std::string summary, bool log) {
+OpDef& softmaxOp(OpRegistry& r, std::string name, std::string summary, bool log) {
   OpDef d;
   d.name = std::move(name);
   d.summary = std::move(summary);
@@ -220,7 +265,57 @@ void softmaxOp(OpRegistry& r, std::string name, std::string summary, bool log) {
     KF_ASSIGN_OR_RETURN(int64_t axis, singleAxis(c));
     return std::vector<Tensor>{softmaxReference(*in[0], out[0], axis, log)};
   };
+  return r.add(std::move(d));
+}
+
+// Backward of softmax / log_softmax from dy and the forward result y, lane
+// by lane: softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy -
+// exp(y) * sum(dy).
+Tensor softmaxGradReference(const Tensor& dy, const Tensor& y, const TensorType& outType, int64_t axis, bool log) {
+  Lanes lanes(y.shape(), axis);
+  Tensor out(outType);
+  for (int64_t o = 0; o < lanes.outer; ++o) {
+    for (int64_t i = 0; i < lanes.inner; ++i) {
+      double dot = 0;
+      for (int64_t k = 0; k < lanes.n; ++k) {
+        int64_t at = lanes.at(o, i, k);
+        dot += log ? dy.at(at) : dy.at(at) * y.at(at);
+      }
+      for (int64_t k = 0; k < lanes.n; ++k) {
+        int64_t at = lanes.at(o, i, k);
+        out.set(at, log ? dy.at(at) - std::exp(y.at(at)) * dot : y.at(at) * (dy.at(at) - dot));
+      }
+    }
+  }
+  return out;
+}
+
+void softmaxGradOp(OpRegistry& r, std::string name, std::string summary, bool log) {
+  OpDef d;
+  d.name = std::move(name);
+  d.summary = std::move(summary);
+  d.minInputs = d.maxInputs = 2;
+  d.attrs = {{"axis", AttrKind::Int, Attribute(int64_t{-1})}};
+  d.fusion = FusionClass::Reduction;
+  d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+    if (!(c.inputs[0] == c.inputs[1]))
+      return Error(str("dy ", formatType(c.inputs[0]), " and y ", formatType(c.inputs[1]), " must have one type"));
+    KF_RETURN_IF_ERROR(singleAxis(c).status());
+    return one(c.inputs[0]);
+  };
+  d.reference = [log](const OpCall& c, std::span<const Tensor* const> in,
+                      std::span<const TensorType> out) -> Expected<std::vector<Tensor>> {
+    KF_ASSIGN_OR_RETURN(int64_t axis, singleAxis(c));
+    return std::vector<Tensor>{softmaxGradReference(*in[0], *in[1], out[0], axis, log)};
+  };
   r.add(std::move(d));
+}
+
+GradFn softmaxGrad(const char* gradOp) {
+  return [gradOp](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
+    return {b.op(gradOp, {dy[0], n.result()}, {{"axis", n.attr("axis")}})};
+  };
 }
 
 }  // namespace
@@ -228,8 +323,11 @@ void softmaxOp(OpRegistry& r, std::string name, std::string summary, bool log) {
 void registerReductionOps(OpRegistry& r) {
   registerReduces(r);
   registerArgmax(r);
-  softmaxOp(r, "softmax", "exp(x) / sum(exp(x)) along `axis`", false);
-  softmaxOp(r, "log_softmax", "x - log(sum(exp(x))) along `axis`", true);
+  softmaxOp(r, "softmax", "exp(x) / sum(exp(x)) along `axis`", false).grad = softmaxGrad("softmax_grad");
+  softmaxOp(r, "log_softmax", "x - log(sum(exp(x))) along `axis`", true).grad = softmaxGrad("log_softmax_grad");
+  softmaxGradOp(r, "softmax_grad", "softmax backward from dy and y = softmax(x): y * (dy - sum(dy * y))", false);
+  softmaxGradOp(r, "log_softmax_grad", "log_softmax backward from dy and y = log_softmax(x): dy - exp(y) * sum(dy)",
+                true);
 }
 
 }  // namespace kfuse

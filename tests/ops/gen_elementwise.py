@@ -91,3 +91,28 @@ y = torch.nn.functional.gelu(torch.from_numpy(x * w + bb)).numpy()
 f.module("chain_mul_add_gelu", {"x": x, "w": w, "b": bb}, [y],
          "    %0 = mul %x, %w : f32[3,4]\n    %1 = add %0, %b : f32[3,4]\n"
          "    %2 = gelu %1 : f32[3,4]\n    return %2\n", rtol=1e-5)
+
+# Gradient-only ops: the expected values are torch.autograd's input
+# gradients of the forward activation.
+def autograd_input_grad(fn, xv, dyv):
+    xt = torch.tensor(xv.astype(np.float64), requires_grad=True)
+    fn(xt).backward(torch.tensor(dyv.astype(np.float64)))
+    return xt.grad.numpy()
+
+
+dy = r.standard_normal((3, 4)).astype(np.float32)
+xk = x.copy()
+xk[0, 0] = 0.0  # relu_grad at the kink: torch gives 0
+f.op("relu_grad", "relu_grad", {"dy": dy, "x": xk},
+     autograd_input_grad(torch.relu, xk, dy).astype(np.float32))
+f.op("gelu_grad", "gelu_grad", {"dy": dy, "x": x},
+     autograd_input_grad(torch.nn.functional.gelu, x, dy).astype(np.float32), rtol=1e-5)
+f.op("gelu_grad_tanh", "gelu_grad", {"dy": dy, "x": x},
+     autograd_input_grad(lambda v: torch.nn.functional.gelu(v, approximate="tanh"), x, dy).astype(np.float32),
+     attrs={"approximate": "tanh"}, rtol=1e-5)
+ys = torch.sigmoid(torch.from_numpy(x).double()).numpy()
+f.op("sigmoid_grad", "sigmoid_grad", {"dy": dy, "y": ys.astype(np.float32)},
+     autograd_input_grad(torch.sigmoid, x, dy).astype(np.float32), rtol=1e-5)
+yt = np.tanh(x.astype(np.float64))
+f.op("tanh_grad", "tanh_grad", {"dy": dy, "y": yt.astype(np.float32)},
+     autograd_input_grad(torch.tanh, x, dy).astype(np.float32), atol=1e-6, rtol=1e-5)

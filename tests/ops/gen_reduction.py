@@ -144,3 +144,22 @@ for op in ("softmax", "log_softmax"):
     softmax_case(op, op + "_nan", np.array([[0.0, np.nan, 1.0], [3.0, 1.0, 2.0]], np.float32))
     softmax_case(op, op + "_f16", (x3 * 3).astype(np.float16), 1, atol=1e-3, rtol=1e-3)
 softmax_case("softmax", "softmax_wide", r.standard_normal((4, 500)).astype(np.float32) * 5)
+
+
+# Gradient-only ops: expected values are torch.autograd's input gradients,
+# given dy and the forward result y.
+def softmax_grad_case(name, op, shape, axis, seed):
+    rg = np.random.default_rng(seed)
+    xv = rg.standard_normal(shape)
+    dyv = rg.standard_normal(shape)
+    fn = torch.softmax if op == "softmax_grad" else torch.log_softmax
+    xt = torch.tensor(xv, requires_grad=True)
+    yt = fn(xt, axis)
+    yt.backward(torch.tensor(dyv))
+    f.op(name, op, {"dy": dyv.astype(np.float32), "y": yt.detach().numpy().astype(np.float32)},
+              xt.grad.numpy().astype(np.float32), attrs={"axis": axis}, atol=1e-6, rtol=1e-5)
+
+
+for op in ("softmax_grad", "log_softmax_grad"):
+    softmax_grad_case(op, op, (3, 5), -1, 11)
+    softmax_grad_case(op + "_axis0", op, (4, 2, 3), 0, 12)
