@@ -142,15 +142,24 @@ Results inferFlatten(const OpCall& c) {
   return one(TensorType(x.dtype, {elementCount(outer), elementCount(inner)}));
 }
 
+// Ops that only rename the shape: the gradient is dy renamed back.
+std::vector<Value*> reshapeBack(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  return {b.reshape(dy[0], n.operand(0)->type().shape)};
+}
+
 void registerReshapes(OpRegistry& r) {
   r.add(shapeOp("reshape", "same elements in row-major order, new shape (one -1 is inferred; 0 is a zero size)",
-                {{"shape", AttrKind::Ints, std::nullopt}}, inferReshape, sameBytes));
+                {{"shape", AttrKind::Ints, std::nullopt}}, inferReshape, sameBytes))
+      .grad = reshapeBack;
   r.add(shapeOp("squeeze", "removes the listed size-1 axes (default: every size-1 axis)",
-                {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferSqueeze, sameBytes));
+                {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferSqueeze, sameBytes))
+      .grad = reshapeBack;
   r.add(shapeOp("unsqueeze", "inserts size-1 axes at the listed positions of the result",
-                {{"axes", AttrKind::Ints, std::nullopt}}, inferUnsqueeze, sameBytes));
+                {{"axes", AttrKind::Ints, std::nullopt}}, inferUnsqueeze, sameBytes))
+      .grad = reshapeBack;
   r.add(shapeOp("flatten", "2-D [prod(dims[:axis]), prod(dims[axis:])]",
-                {{"axis", AttrKind::Int, Attribute(int64_t{1})}}, inferFlatten, sameBytes));
+                {{"axis", AttrKind::Int, Attribute(int64_t{1})}}, inferFlatten, sameBytes))
+      .grad = reshapeBack;
 }
 
 // ------------------------------------------------------------ transpose, expand
@@ -202,11 +211,27 @@ Tensors referenceExpand(const OpCall&, Inputs in, Outputs out) {
   return std::vector<Tensor>{std::move(y)};
 }
 
+// dy transposed by the inverse permutation.
+std::vector<Value*> transposeGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  auto perm = ops::resolvePermutation(n.attr("perm").asInts(), n.operand(0)->type());
+  if (!perm) {
+    b.fail(perm.error().message());
+    return {nullptr};
+  }
+  std::vector<int64_t> inverse(perm->size());
+  for (size_t i = 0; i < perm->size(); ++i) inverse[static_cast<size_t>((*perm)[i])] = static_cast<int64_t>(i);
+  return {b.op("transpose", {dy[0]}, {{"perm", Attribute(inverse)}})};
+}
+
 void registerPermutes(OpRegistry& r) {
   r.add(shapeOp("transpose", "permutes axes: out.shape[i] = in.shape[perm[i]] (default: reverse them)",
-                {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferTranspose, referenceTranspose));
+                {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferTranspose, referenceTranspose))
+      .grad = transposeGrad;
   r.add(shapeOp("expand", "broadcasts to the NumPy broadcast of the input shape and `shape` (ONNX Expand)",
-                {{"shape", AttrKind::Ints, std::nullopt}}, inferExpand, referenceExpand));
+                {{"shape", AttrKind::Ints, std::nullopt}}, inferExpand, referenceExpand))
+      .grad = [](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
+    return {b.sumToShape(dy[0], n.operand(0)->type().shape)};
+  };
 }
 
 // ------------------------------------------------------------ concat, split
@@ -293,14 +318,45 @@ Tensors referenceSplit(const OpCall& c, Inputs in, Outputs out) {
   return results;
 }
 
+int64_t nodeAxis(const Node& n) {
+  return *normalizeAxis(n.attr("axis").asInt(), static_cast<int64_t>(n.operand(0)->type().rank()));
+}
+
+// Each operand's gradient is its slice of dy.
+std::vector<Value*> concatGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  int64_t axis = nodeAxis(n), offset = 0;
+  std::vector<Value*> out;
+  for (Value* x : n.operands()) {
+    int64_t size = x->type().shape[axis];
+    out.push_back(b.op("slice", {dy[0]},
+                       {{"starts", std::vector<int64_t>{offset}},
+                        {"ends", std::vector<int64_t>{offset + size}},
+                        {"axes", std::vector<int64_t>{axis}}}));
+    offset += size;
+  }
+  return out;
+}
+
+// The pieces' gradients joined again; a piece without one contributes zeros.
+std::vector<Value*> splitGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  std::vector<Value*> pieces;
+  for (size_t i = 0; i < n.numResults(); ++i) {
+    const TensorType& t = n.result(i)->type();
+    pieces.push_back(dy[i] ? dy[i] : b.constant(0, t.dtype, t.shape));
+  }
+  return {b.op("concat", pieces, {{"axis", n.attr("axis")}})};
+}
+
 void registerConcatSplit(OpRegistry& r) {
   OpDef concat = shapeOp("concat", "joins operands of one dtype and rank along `axis`",
                          {{"axis", AttrKind::Int, std::nullopt}}, inferConcat, referenceConcat);
   concat.maxInputs = -1;
+  concat.grad = concatGrad;
   r.add(std::move(concat));
   r.add(shapeOp("split", "cuts `axis` into consecutive pieces of the given sizes, one result each",
                 {{"axis", AttrKind::Int, Attribute(int64_t{0})}, {"sizes", AttrKind::Ints, std::nullopt}},
-                inferSplit, referenceSplit));
+                inferSplit, referenceSplit))
+      .grad = splitGrad;
 }
 
 // ------------------------------------------------------------ shape_of

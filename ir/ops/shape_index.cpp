@@ -226,6 +226,93 @@ Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
   return std::vector<Tensor>{std::move(y)};
 }
 
+// ------------------------------------------------------------ gradients
+
+// Slicing with unit steps takes a box; its gradient pads dy back with zeros.
+std::vector<Value*> sliceGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  std::vector<TensorType> types{n.operand(0)->type()};
+  auto axes = sliceAxes(OpCall{n.op(), n.attrs(), types, &n});
+  if (!axes) {
+    b.fail(axes.error().message());
+    return {nullptr};
+  }
+  const Shape& shape = n.operand(0)->type().shape;
+  std::vector<int64_t> begins, ends;
+  for (size_t d = 0; d < axes->size(); ++d) {
+    const SliceAxis& a = (*axes)[d];
+    if (a.step != 1 && a.count > 1) {
+      b.fail(str("slice with step ", a.step, " on axis ", d, " has no gradient rule yet (only unit steps)"));
+      return {nullptr};
+    }
+    begins.push_back(a.count == 0 ? 0 : a.start);
+    ends.push_back(shape[d] - (a.count == 0 ? 0 : a.start) - a.count);
+  }
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  return {b.op("pad", {dy[0]}, {{"pads", Attribute(begins)}})};
+}
+
+// Constant padding places x inside the result: padding dy with the negated
+// pads crops it back (and negative pads, which cropped x, pad with zeros).
+std::vector<Value*> padGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  if (n.attr("mode").asString() != "constant") {
+    b.fail(str("pad mode \"", n.attr("mode").asString(), "\" has no gradient rule yet (only \"constant\")"));
+    return {nullptr};
+  }
+  std::vector<int64_t> pads = n.attr("pads").asInts();
+  for (int64_t& p : pads) p = -p;
+  return {b.op("pad", {dy[0]}, {{"pads", Attribute(pads)}})};
+}
+
+std::vector<Value*> gatherGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  int64_t axis = *normalizeAxis(n.attr("axis").asInt(), static_cast<int64_t>(n.operand(0)->type().rank()));
+  return {b.op("gather_grad", {dy[0], n.operand(1)},
+               {{"axis", Attribute(axis)}, {"size", Attribute(n.operand(0)->type().shape[axis])}}),
+          nullptr};
+}
+
+// gather_grad(dy, indices) {axis, size}: the data gradient of gather, i.e.
+// dy scattered back and summed where an index repeats (an embedding row used
+// twice gets both gradients).
+Results inferGatherGrad(const OpCall& c) {
+  const TensorType &dy = c.inputs[0], &indices = c.inputs[1];
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    return Error(str("operand 1 (indices) must be i64 or i32, got ", formatType(indices)));
+  int64_t axis = c.getInt("axis"), size = c.getInt("size");
+  auto ri = static_cast<int64_t>(indices.rank());
+  if (axis < 0 || axis + ri > static_cast<int64_t>(dy.rank()))
+    return Error(str("attribute axis = ", axis, " does not fit dy ", formatType(dy), " with indices of rank ", ri));
+  if (size < 1) return Error(str("attribute size = ", size, " must be positive"));
+  for (int64_t d = 0; d < ri; ++d)
+    if (dy.shape[axis + d] != indices.shape[d])
+      return Error(str("dy ", formatType(dy), " does not match indices ", formatType(indices), " at axis ", axis));
+  Shape shape(dy.shape.begin(), dy.shape.begin() + axis);
+  shape.push_back(size);
+  shape.insert(shape.end(), dy.shape.begin() + axis + ri, dy.shape.end());
+  return one(TensorType(dy.dtype, shape));
+}
+
+Tensors referenceGatherGrad(const OpCall& c, Inputs in, Outputs out) {
+  const Tensor &dy = *in[0], &indices = *in[1];
+  int64_t axis = c.getInt("axis"), size = c.getInt("size");
+  auto ri = static_cast<int64_t>(indices.shape().size());
+  std::vector<double> acc(static_cast<size_t>(out[0].numElements()), 0.0);
+  for (int64_t i = 0; i < indices.numElements(); ++i) {
+    int64_t v = readIndex(indices, i);
+    if (v < -size || v >= size)
+      return Error(str("index ", v, " at position ", i, " is out of range for axis ", axis, " of size ", size));
+  }
+  ops::forEachIndex(dy.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
+    std::vector<int64_t> at(idx.begin() + axis, idx.begin() + axis + ri);
+    int64_t v = readIndex(indices, ops::flatOffset(at, indices.shape()));
+    std::vector<int64_t> dst(idx.begin(), idx.begin() + axis);
+    dst.push_back(v < 0 ? v + size : v);
+    dst.insert(dst.end(), idx.begin() + axis + ri, idx.end());
+    acc[static_cast<size_t>(ops::flatOffset(dst, out[0].shape))] += dy.at(flat);
+  });
+  return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
+}
+
 }  // namespace
 
 void registerShapeIndexOps(OpRegistry& r) {
@@ -234,14 +321,23 @@ void registerShapeIndexOps(OpRegistry& r) {
                  {"ends", AttrKind::Ints, std::nullopt},
                  {"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
                  {"steps", AttrKind::Ints, Attribute(std::vector<int64_t>{})}},
-                inferSlice, referenceSlice));
+                inferSlice, referenceSlice))
+      .grad = sliceGrad;
   r.add(indexOp("pad", "pads (all begins, then all ends; negative crops) by mode constant, reflect or edge", 1,
                 {{"pads", AttrKind::Ints, std::nullopt},
                  {"mode", AttrKind::String, Attribute("constant")},
                  {"value", AttrKind::Float, Attribute(0.0)}},
-                inferPad, referencePad));
+                inferPad, referencePad))
+      .grad = padGrad;
   r.add(indexOp("gather", "ONNX Gather along `axis` with i64/i32 indices (negative count from the end)", 2,
-                {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather));
+                {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather))
+      .grad = gatherGrad;
+  OpDef gatherGradOp = indexOp("gather_grad",
+                               "gather backward: dy scattered to `size` rows along `axis`, summed where indices repeat",
+                               2, {{"axis", AttrKind::Int, std::nullopt}, {"size", AttrKind::Int, std::nullopt}},
+                               inferGatherGrad, referenceGatherGrad);
+  gatherGradOp.fusion = FusionClass::Opaque;
+  r.add(std::move(gatherGradOp));
 }
 
 }  // namespace kfuse

@@ -271,3 +271,21 @@ f.module("chain_embedding_pad", {"w": table, "ids": tok}, [y],
          "    %3 = squeeze %2 {axes = [0]} : f32[1,4,3]\n"
          "    %4 = expand %3 {shape = [1, 4, 1]} : f32[1,4,3]\n"
          "    return %4\n")
+
+
+# gather_grad: the data gradient of gather, from torch.autograd (repeated
+# indices accumulate, as an embedding row used twice does).
+def gather_grad_case(name, data_shape, idx, axis, seed):
+    rg = np.random.default_rng(seed)
+    data = torch.tensor(rg.standard_normal(data_shape), requires_grad=True)
+    index = torch.tensor(idx, dtype=torch.int64)
+    y = torch.index_select(data, axis, index.reshape(-1))
+    out_shape = list(data_shape[:axis]) + list(index.shape) + list(data_shape[axis + 1:])
+    dy = rg.standard_normal(out_shape)
+    y.backward(torch.tensor(dy).reshape(y.shape))
+    f.op(name, "gather_grad", {"dy": dy.astype(np.float32), "indices": np.array(idx, np.int64)},
+         data.grad.numpy().astype(np.float32), attrs={"axis": axis, "size": data_shape[axis]})
+
+
+gather_grad_case("gather_grad_embedding", (5, 3), [[1, 4], [1, 0]], 0, 31)
+gather_grad_case("gather_grad_axis1", (2, 4, 3), [3, -1 + 4, 0], 1, 32)

@@ -1,16 +1,34 @@
-// Gradient-check cases of the shape ops (see gradcheck.h).
+// Gradient-check cases of the shape and data-movement ops (see gradcheck.h).
 #include "tests/unit/gradcheck.h"
 
 namespace kfuse::test {
-namespace {
-using F = Fill;
-}  // namespace
 
 GradFamily shapeGrads() {
+  using F = Fill;
+  using Ints = std::vector<int64_t>;
   GradFamily family;
+  auto& cases = family.cases;
+  cases.push_back({"reshape", "reshape", {in({2, 3, 2})}, {{"shape", Ints{3, -1}}}});
+  cases.push_back({"squeeze", "squeeze", {in({2, 1, 3})}, {}});
+  cases.push_back({"unsqueeze", "unsqueeze", {in({2, 3})}, {{"axes", Ints{0, 3}}}});
+  cases.push_back({"flatten", "flatten", {in({2, 3, 2})}, {{"axis", int64_t{2}}}});
+  cases.push_back({"transpose", "transpose", {in({2, 3, 4})}, {{"perm", Ints{2, 0, 1}}}});
+  cases.push_back({"transpose_default", "transpose", {in({2, 3})}, {}});
+  cases.push_back({"expand", "expand", {in({3, 1})}, {{"shape", Ints{2, 3, 4}}}});
+  cases.push_back({"concat", "concat", {in({2, 1}), in({2, 3}), in({2, 2})}, {{"axis", int64_t{-1}}}});
+  cases.push_back({"split", "split", {in({5, 2})}, {{"sizes", Ints{2, 3}}}});
+  cases.push_back({"slice", "slice", {in({4, 5})}, {{"starts", Ints{1, -4}}, {"ends", Ints{3, 100}}}});
+  cases.push_back({"slice_axes", "slice", {in({3, 4, 2})},
+                   {{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{1}}}});
+  cases.push_back({"pad", "pad", {in({2, 3})}, {{"pads", Ints{1, 0, 2, -1}}, {"value", 0.5}}});
+  cases.push_back({"gather_axis0", "gather", {in({5, 3}), fixed(TensorType(DType::I64, {2, 2}), F::Indices, 5)},
+                   {}});
+  cases.push_back({"gather_axis1", "gather", {in({2, 4}), fixed(TensorType(DType::I32, {3}), F::Indices, 4)},
+                   {{"axis", int64_t{1}}}});
   family.notDifferentiable = {
       {"shape_of", "integer result depending only on the type"},
       {"constant", "no operands"},
+      {"gather_grad", "gradient-only op"},
   };
   return family;
 }
