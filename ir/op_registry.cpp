@@ -45,6 +45,7 @@ const OpRegistry& OpRegistry::global() {
     registerNormOps(r);
     registerLossOps(r);
     registerLogicOps(r);
+    registerOptimizerOps(r);
     return r;
   }();
   return registry;

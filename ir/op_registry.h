@@ -112,5 +112,6 @@ void registerPoolOps(OpRegistry& r);
 void registerNormOps(OpRegistry& r);
 void registerLossOps(OpRegistry& r);
 void registerLogicOps(OpRegistry& r);
+void registerOptimizerOps(OpRegistry& r);
 
 }  // namespace kfuse

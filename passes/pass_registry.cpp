@@ -22,6 +22,8 @@ PassInfo simple(std::string name, std::string summary, std::unique_ptr<Pass> (*m
 
 const std::vector<PassInfo>& allPasses() {
   static const std::vector<PassInfo> passes = {
+      {"autodiff", "turns forward functions into training steps: loss, backward, optimizer update",
+       [](const PassOptions& o) { return createAutodiffPass(o); }},
       simple("canonicalize", "algebraic simplifications: x*1, x+0, double transpose, reshape of reshape, ...",
              createCanonicalizePass),
       simple("constant-fold", "evaluates nodes whose operands are all constants (shape subgraphs included)",
@@ -39,7 +41,8 @@ const PassInfo* findPass(std::string_view name) {
 }
 
 std::string standardPipeline(std::string_view name) {
-  if (name == "inference" || name == "simplify") return "constant-fold,canonicalize,cse,dce";
+  // Training prepends autodiff (which needs its options) to the same passes.
+  if (name == "inference" || name == "training" || name == "simplify") return "constant-fold,canonicalize,cse,dce";
   return "";
 }
 

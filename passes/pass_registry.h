@@ -32,5 +32,9 @@ std::unique_ptr<Pass> createDCEPass();
 std::unique_ptr<Pass> createCSEPass();
 std::unique_ptr<Pass> createConstantFoldPass();
 std::unique_ptr<Pass> createCanonicalizePass();
+Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options);
+// The autodiff pass with options given as a struct (training.h), applied to
+// function `func` only (every function when empty).
+std::unique_ptr<Pass> createAutodiffPass(const struct TrainingOptions& opts, std::string func);
 
 }  // namespace kfuse

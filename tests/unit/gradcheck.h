@@ -51,5 +51,6 @@ GradFamily elementwiseGrads();
 GradFamily reductionGrads();
 GradFamily shapeGrads();
 GradFamily nnGrads();  // linalg, pooling, normalization, dropout, losses
+GradFamily optimizerGrads();
 
 }  // namespace kfuse::test

@@ -14,7 +14,9 @@ void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 
-std::vector<GradFamily> families() { return {elementwiseGrads(), reductionGrads(), shapeGrads(), nnGrads()}; }
+std::vector<GradFamily> families() {
+  return {elementwiseGrads(), reductionGrads(), shapeGrads(), nnGrads(), optimizerGrads()};
+}
 
 std::vector<GradCase> allCases() {
   std::vector<GradCase> cases;

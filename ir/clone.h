@@ -1,0 +1,16 @@
+// Copying a function within its module (e.g. @forward -> @train_step, so
+// that training rewrites a copy and the forward stays for evaluation).
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kfuse {
+
+// Adds to src's module a copy of `src` named `name`: arguments, nodes with
+// attributes, names and provenance, results and state updates. Returns null
+// if the module already has a function of that name.
+Graph* cloneFunction(const Graph& src, std::string name);
+
+}  // namespace kfuse

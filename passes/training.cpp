@@ -1,0 +1,214 @@
+#include "passes/training.h"
+
+#include "ir/builder.h"
+#include "ir/grad_builder.h"
+#include "ir/support/strings.h"
+#include "ir/value_names.h"
+#include "passes/autodiff.h"
+
+namespace kfuse {
+
+Expected<LossKind> parseLossKind(std::string_view s) {
+  if (s == "cross_entropy") return LossKind::CrossEntropy;
+  if (s == "mse") return LossKind::MSE;
+  if (s == "none") return LossKind::None;
+  return Error(str("unknown loss '", s, "' (expected cross_entropy, mse or none)"));
+}
+
+Expected<OptimizerKind> parseOptimizerKind(std::string_view s) {
+  if (s == "sgd") return OptimizerKind::SGD;
+  if (s == "adam") return OptimizerKind::Adam;
+  if (s == "adamw") return OptimizerKind::AdamW;
+  if (s == "none") return OptimizerKind::None;
+  return Error(str("unknown optimizer '", s, "' (expected sgd, adam, adamw or none)"));
+}
+
+namespace {
+
+// The builder's error, or success.
+Status check(const GradBuilder& b, std::string_view what) {
+  if (!b.failed()) return Status::ok();
+  return Error(str(what, ": ", b.error()));
+}
+
+Expected<Value*> addLoss(Graph& g, LossKind kind) {
+  Value* out = g.results()[0];
+  const TensorType& t = out->type();
+  GradBuilder b(g);
+  switch (kind) {
+    case LossKind::None:
+      if (t.rank() != 0 || !isFloat(t.dtype))
+        return Error(str("--loss=none needs a function whose first result is a floating-point scalar, got ",
+                         formatType(t)));
+      return out;
+    case LossKind::CrossEntropy: {
+      if (t.rank() != 2 || !isFloat(t.dtype))
+        return Error(str("cross_entropy needs logits [batch, classes] as the first result, got ", formatType(t),
+                         " (mse fits other outputs)"));
+      Value* labels = g.addArgument("labels", TensorType(DType::I64, {t.shape[0]}));
+      Value* loss = b.op("cross_entropy", {out, labels});
+      KF_RETURN_IF_ERROR(check(b, "cross_entropy"));
+      return loss;
+    }
+    case LossKind::MSE: {
+      if (!isFloat(t.dtype)) return Error(str("mse needs a floating-point output, got ", formatType(t)));
+      Value* targets = g.addArgument("labels", TensorType(t.dtype, t.shape));
+      Value* loss = b.op("mse_loss", {out, targets});
+      KF_RETURN_IF_ERROR(check(b, "mse_loss"));
+      return loss;
+    }
+  }
+  return Error("unknown loss");
+}
+
+// A module parameter holding optimizer or batch-norm state: created
+// zero-filled (or reused when the module already has it, e.g. on resume).
+Value* stateBuffer(Graph& g, const std::string& name, const TensorType& type) {
+  Module& m = *g.module();
+  if (!m.findParam(name)) {
+    m.addParam(name, type, /*trainable=*/false);
+    m.setParamData(name, Tensor(type));
+  }
+  return g.paramValue(name);
+}
+
+std::string prefixOf(const std::string& name, std::string_view suffix) {
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return name.substr(0, name.size() - suffix.size());
+  return "";
+}
+
+// Batch norms whose statistics are buffers switch to batch statistics and
+// update the running ones (torch: unbiased variance for the running value).
+Status trainBatchNorms(Graph& g, double momentum) {
+  for (Node* n : g.nodes()) {
+    if (n->opName() != "batch_norm") continue;
+    Value *mean = n->operand(3), *var = n->operand(4);
+    const Param* pm = mean->kind() == Value::Kind::Param ? g.module()->findParam(mean->name()) : nullptr;
+    const Param* pv = var->kind() == Value::Kind::Param ? g.module()->findParam(var->name()) : nullptr;
+    if (!pm || !pv || pm->trainable || pv->trainable) continue;  // statistics computed in the graph: keep
+    GradBuilder b(g, n);
+    std::vector<Value*> r = b.ops("batch_norm_train", {n->operand(0), n->operand(1), n->operand(2)},
+                                  {{"epsilon", n->attr("epsilon")}});
+    KF_RETURN_IF_ERROR(check(b, "batch_norm in training mode"));
+    const TensorType& x = n->operand(0)->type();
+    double count = static_cast<double>(x.numElements()) / static_cast<double>(mean->type().numElements());
+    auto blend = [&](Value* running, Value* batch) {
+      Value* keep = b.op("mul", {running, b.scalarLike(1 - momentum, running)});
+      return b.op("add", {keep, b.op("mul", {batch, b.scalarLike(momentum, batch)})});
+    };
+    Value* newMean = blend(mean, r[1]);
+    Value* unbiased = b.op("mul", {r[2], b.scalarLike(count > 1 ? count / (count - 1) : 1.0, r[2])});
+    Value* newVar = blend(var, unbiased);
+    KF_RETURN_IF_ERROR(check(b, "batch_norm running statistics"));
+    r[0]->setName(n->result()->name());
+    g.replaceAllUsesWith(n->result(), r[0]);
+    g.eraseNode(n);
+    g.addStateUpdate(mean->name(), newMean);
+    g.addStateUpdate(var->name(), newVar);
+    std::string prefix = prefixOf(mean->name(), "running_mean");
+    if (const Param* counter = g.module()->findParam(prefix + "num_batches_tracked");
+        counter && !counter->trainable && counter->type == TensorType(DType::I64, {})) {
+      GradBuilder end(g);
+      Value* cur = g.paramValue(counter->name);
+      g.addStateUpdate(counter->name, end.op("add", {cur, end.constant(1, DType::I64)}));
+      KF_RETURN_IF_ERROR(check(end, "num_batches_tracked"));
+    }
+  }
+  return Status::ok();
+}
+
+// Dropouts without a step operand draw their masks from the training step.
+Status stepDropouts(Graph& g, Value* step) {
+  for (Node* n : g.nodes()) {
+    if (n->opName() != "dropout" || n->numOperands() != 1) continue;
+    auto replaced = buildNode(g, "dropout", {n->operand(0), step}, n->attrs(), n);
+    if (!replaced) return replaced.error();
+    (*replaced)->sourceName = n->sourceName;
+    (*replaced)->sourceOp = n->sourceOp;
+    (*replaced)->result()->setName(n->result()->name());
+    g.replaceAllUsesWith(n->result(), (*replaced)->result());
+    g.eraseNode(n);
+  }
+  return Status::ok();
+}
+
+// One optimizer update for parameter p with gradient dp.
+Status addUpdate(Graph& g, Value* p, Value* dp, Value* lr, Value* step, const OptimizerOptions& o) {
+  GradBuilder b(g);
+  const std::string& name = p->name();
+  const TensorType& t = p->type();
+  Value* plr = t.dtype == DType::F32 ? lr : b.op("cast", {lr}, {{"to", std::string(dtypeName(t.dtype))}});
+  switch (o.kind) {
+    case OptimizerKind::None: return Status::ok();
+    case OptimizerKind::SGD: {
+      AttrMap attrs{{"momentum", o.momentum},
+                    {"dampening", o.dampening},
+                    {"nesterov", o.nesterov},
+                    {"weight_decay", o.weightDecay}};
+      if (o.momentum == 0) {
+        Value* np = b.op("sgd_update", {p, dp, plr}, attrs);
+        KF_RETURN_IF_ERROR(check(b, "sgd_update of @" + name));
+        g.addStateUpdate(name, np);
+        return Status::ok();
+      }
+      Value* buf = stateBuffer(g, name + ".momentum_buffer", t);
+      std::vector<Value*> r = b.ops("sgd_update", {p, dp, buf, plr, step}, attrs);
+      KF_RETURN_IF_ERROR(check(b, "sgd_update of @" + name));
+      g.addStateUpdate(name, r[0]);
+      g.addStateUpdate(buf->name(), r[1]);
+      return Status::ok();
+    }
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: {
+      Value* m = stateBuffer(g, name + ".exp_avg", t);
+      Value* v = stateBuffer(g, name + ".exp_avg_sq", t);
+      std::vector<Value*> r = b.ops("adam_update", {p, dp, m, v, plr, step},
+                                    {{"beta1", o.beta1},
+                                     {"beta2", o.beta2},
+                                     {"eps", o.eps},
+                                     {"weight_decay", o.weightDecay},
+                                     {"decoupled", o.kind == OptimizerKind::AdamW}});
+      KF_RETURN_IF_ERROR(check(b, "adam_update of @" + name));
+      g.addStateUpdate(name, r[0]);
+      g.addStateUpdate(m->name(), r[1]);
+      g.addStateUpdate(v->name(), r[2]);
+      return Status::ok();
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
+  if (g.results().empty()) return Error(str("function @", g.name(), " returns nothing to train"));
+  if (!g.stateUpdates().empty())
+    return Error(str("function @", g.name(), " already updates parameters (is it a training step already?)"));
+  std::vector<Value*> outputs = g.results();
+  KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts.loss));
+  loss->setName("loss");
+  Value* lr = g.addArgument("lr", TensorType(DType::F32, {}));
+  Value* step = g.addArgument("step", TensorType(DType::I64, {}));
+  KF_RETURN_IF_ERROR(trainBatchNorms(g, opts.bnMomentum));
+  KF_RETURN_IF_ERROR(stepDropouts(g, step));
+
+  std::vector<Value*> trainable;
+  for (Value* p : g.paramValues()) {
+    const Param* param = g.module()->findParam(p->name());
+    if (param && param->trainable && isFloat(p->type().dtype)) trainable.push_back(p);
+  }
+  KF_ASSIGN_OR_RETURN(GradientMap grads, buildBackward(g, loss, trainable));
+  for (Value* p : trainable) {
+    auto it = grads.find(p);
+    if (it == grads.end()) continue;  // the loss does not depend on it (torch: grad is None, no update)
+    if (it->second->name().empty()) it->second->setName(p->name() + ".grad");
+    KF_RETURN_IF_ERROR(addUpdate(g, p, it->second, lr, step, opts.optimizer));
+  }
+  std::vector<Value*> results{loss};
+  if (opts.keepOutputs) results.insert(results.end(), outputs.begin(), outputs.end());
+  g.setResults(results);
+  return Status::ok();
+}
+
+}  // namespace kfuse

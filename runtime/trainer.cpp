@@ -1,0 +1,70 @@
+#include "runtime/trainer.h"
+
+#include <cmath>
+
+#include "ir/clone.h"
+#include "ir/support/strings.h"
+#include "ir/weights.h"
+#include "passes/pass_registry.h"
+
+namespace kfuse {
+
+Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model, TrainerOptions opts) {
+  std::unique_ptr<Trainer> t(new Trainer());
+  if (model->functions().empty()) return Error("the model defines no function");
+  Graph* fwd = opts.forward.empty() ? model->functions().front().get() : model->findFunction(opts.forward);
+  if (!fwd) return Error(str("the model has no function @", opts.forward));
+  if (!cloneFunction(*fwd, "train_step")) return Error("the model already has a function @train_step");
+
+  // The training pipeline: autodiff (loss, backward, optimizer) on the copy,
+  // then the usual simplifications; instrumented like `kfuse opt`.
+  PassManager pm(opts.instrumentation);
+  pm.add(createAutodiffPass(opts.training, "train_step"));
+  KF_ASSIGN_OR_RETURN(auto simplify, parsePipeline(standardPipeline("training")));
+  pm.add(std::move(simplify));
+  KF_RETURN_IF_ERROR(pm.run(*model, PassContext{}));
+
+  KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target));
+  t->forward_ = model->findFunction(fwd->name());
+  t->train_ = model->findFunction("train_step");
+  t->module_ = std::move(model);
+  t->opts_ = std::move(opts);
+  return t;
+}
+
+Expected<double> Trainer::step(const std::vector<Tensor>& inputs, const Tensor& labels, double lr) {
+  std::vector<Tensor> args = inputs;
+  if (opts_.training.loss != LossKind::None) args.push_back(labels);
+  args.push_back(Tensor::scalar(DType::F32, lr));
+  Tensor step(TensorType(DType::I64, {}));
+  step.as<int64_t>()[0] = steps_ + 1;
+  args.push_back(std::move(step));
+  KF_ASSIGN_OR_RETURN(InterpreterResult r, exec_->run(*train_, args));
+  double loss = r.outputs[0].at(0);
+  if (opts_.stopOnNonFinite && !std::isfinite(loss))
+    return Error(str("the loss is ", loss, " at step ", steps_ + 1, "; the weights were not updated"));
+  applyUpdates(*module_, r);
+  ++steps_;
+  return loss;
+}
+
+Expected<std::vector<Tensor>> Trainer::eval(const std::vector<Tensor>& inputs) {
+  KF_ASSIGN_OR_RETURN(InterpreterResult r, exec_->run(*forward_, inputs));
+  return r.outputs;
+}
+
+std::vector<const Param*> Trainer::parameters() const {
+  std::vector<const Param*> out;
+  for (const auto& p : module_->params())
+    if (p->trainable) out.push_back(p.get());
+  return out;
+}
+
+Status Trainer::save(const std::string& path) const {
+  std::vector<std::pair<std::string, const Tensor*>> tensors;
+  for (const auto& p : module_->params())
+    if (p->data) tensors.emplace_back(p->name, p->data.get());
+  return writeWeightsFile(path, tensors);
+}
+
+}  // namespace kfuse

@@ -1,0 +1,60 @@
+// Training a model: compile the training step once, then run steps, evaluate
+// and save. The module keeps the forward function (evaluation, with batch
+// norm on running statistics) beside the compiled @train_step; both read
+// the same parameters, which every step updates.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "passes/pass_manager.h"
+#include "passes/training.h"
+#include "runtime/executor.h"
+
+namespace kfuse {
+
+struct TrainerOptions {
+  TrainingOptions training;
+  std::string target = "interpreter";
+  // Function to train (default: the module's first).
+  std::string forward;
+  // Instrumentation of the training pipeline (--print-ir-after=autodiff,
+  // --dump-ir-dir, ...).
+  Instrumentation instrumentation;
+  // Stop with an error when the loss becomes NaN or infinite.
+  bool stopOnNonFinite = true;
+};
+
+class Trainer {
+ public:
+  // Builds @train_step from the forward function and compiles it.
+  static Expected<std::unique_ptr<Trainer>> create(std::unique_ptr<Module> model, TrainerOptions opts);
+
+  // One optimizer step on a batch (one tensor per forward input), with the
+  // given labels and learning rate; returns the loss before the update.
+  Expected<double> step(const std::vector<Tensor>& inputs, const Tensor& labels, double lr);
+  // Runs the forward function (evaluation mode) on a batch.
+  Expected<std::vector<Tensor>> eval(const std::vector<Tensor>& inputs);
+
+  int64_t stepCount() const { return steps_; }
+  Module& module() { return *module_; }
+  const Graph& forward() const { return *forward_; }
+  const Graph& trainStep() const { return *train_; }
+  // The trainable parameters, in declaration order.
+  std::vector<const Param*> parameters() const;
+  // Writes every parameter and buffer (optimizer state included) to a
+  // weights file, atomically.
+  Status save(const std::string& path) const;
+
+ private:
+  Trainer() = default;
+  std::unique_ptr<Module> module_;
+  Graph* forward_ = nullptr;
+  Graph* train_ = nullptr;
+  std::unique_ptr<Executor> exec_;
+  TrainerOptions opts_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace kfuse
