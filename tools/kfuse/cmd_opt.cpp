@@ -9,6 +9,7 @@
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 #include "tools/kfuse/commands.h"
+#include "tools/kfuse/instrumentation_flags.h"
 
 namespace kfuse::cli {
 namespace {
@@ -17,12 +18,7 @@ struct OptArgs {
   std::string input;
   std::string passes;
   std::string output;
-  std::vector<std::string> printBefore, printAfter;
-  bool printBeforeAll = false, printAfterAll = false, printAfterChange = false;
-  std::string dumpDir;
-  bool timePasses = false;
-  std::string stopAfter;
-  bool verifyEach = false;
+  InstrumentationFlags instr;
   bool remarks = false;
   bool splitInputFile = false;
 };
@@ -36,24 +32,11 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
       if (pass->name() == p) return true;
     return false;
   };
-  for (const std::vector<std::string>* list : {&a.printBefore, &a.printAfter})
-    for (const std::string& p : *list)
-      if (!findPass(p)) return reportError("opt", Error("--print-ir-before/after names unknown pass '" + p + "'"));
-  if (!a.stopAfter.empty() && !named(a.stopAfter))
-    return reportError("opt", Error("--stop-after=" + a.stopAfter + " names no pass of the pipeline"));
-
-  Instrumentation instr;
-  instr.printBefore.insert(a.printBefore.begin(), a.printBefore.end());
-  instr.printAfter.insert(a.printAfter.begin(), a.printAfter.end());
-  instr.printBeforeAll = a.printBeforeAll;
-  instr.printAfterAll = a.printAfterAll;
-  instr.printAfterChange = a.printAfterChange;
-  instr.dumpDir = a.dumpDir;
-  instr.timePasses = a.timePasses;
-  instr.stopAfter = a.stopAfter;
-  instr.verifyEach = a.verifyEach;
-  bool instrumentedPrint = a.printBeforeAll || a.printAfterAll || a.printAfterChange || !a.printBefore.empty() ||
-                           !a.printAfter.empty();
+  if (auto v = a.instr.validate(); !v) return reportError("opt", v.error());
+  if (!a.instr.stopAfter.empty() && !named(a.instr.stopAfter))
+    return reportError("opt", Error("--stop-after=" + a.instr.stopAfter + " names no pass of the pipeline"));
+  Instrumentation instr = a.instr.toInstrumentation();
+  bool instrumentedPrint = a.instr.printsIR();
   PassManager pm(instr);
   pm.add(std::move(*passes));
   Diagnostics diag;
@@ -118,15 +101,7 @@ Action addOptCommand(CLI::App& app) {
   cmd->add_option("input", a->input, "Input module (.kir, or - for standard input)")->required();
   cmd->add_option("--passes", a->passes, "Comma-separated pipeline, e.g. canonicalize,cse,dce");
   cmd->add_option("-o,--output", a->output, "Write the result to this .kir file (weights beside it when needed)");
-  cmd->add_option("--print-ir-before", a->printBefore, "Print the IR before pass P")->delimiter(',');
-  cmd->add_option("--print-ir-after", a->printAfter, "Print the IR after pass P")->delimiter(',');
-  cmd->add_flag("--print-ir-before-all", a->printBeforeAll, "Print the IR before every pass");
-  cmd->add_flag("--print-ir-after-all", a->printAfterAll, "Print the IR after every pass");
-  cmd->add_flag("--print-ir-after-change", a->printAfterChange, "Print the IR after every pass that changed it");
-  cmd->add_option("--dump-ir-dir", a->dumpDir, "Write 00-input.kir and NN-after-PASS.kir for every pass into DIR");
-  cmd->add_flag("--time-passes", a->timePasses, "Report the time each pass took (on stderr)");
-  cmd->add_option("--stop-after", a->stopAfter, "Stop the pipeline after pass P");
-  cmd->add_flag("--verify-each", a->verifyEach, "Verify after every pass, changed or not");
+  addInstrumentationFlags(cmd, a->instr);
   cmd->add_flag("--split-input-file", a->splitInputFile,
                 "Treat each chunk between '// -----' lines as a separate module");
   cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add(kfuse::cli::addOptCommand);
   add(kfuse::cli::addRunCommand);
   add(kfuse::cli::addOpsCommand);
+  add(kfuse::cli::addTrainCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

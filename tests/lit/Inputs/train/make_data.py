@@ -1,0 +1,19 @@
+"""Writes the datasets the kfuse train lit tests use into argv[1]."""
+import os
+import sys
+
+import numpy as np
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(0)
+x = rng.standard_normal((12, 2)).astype(np.float32)
+y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0)
+np.savez(os.path.join(out, "ok.npz"), x=x, y=y)
+np.savez_compressed(os.path.join(out, "ok_compressed.npz"), inputs=x, labels=y.astype(np.int32))
+np.savez(os.path.join(out, "bad_label.npz"), x=x, y=np.where(np.arange(12) == 5, 7, y))
+np.savez(os.path.join(out, "float_labels.npz"), x=x, y=y.astype(np.float32))
+np.savez(os.path.join(out, "wide.npz"), x=rng.standard_normal((12, 3)).astype(np.float32), y=y)
+np.savez(os.path.join(out, "short_y.npz"), x=x, y=y[:10])
+np.savez(os.path.join(out, "targets.npz"), x=x, y=rng.standard_normal((12, 3)).astype(np.float32))
+np.savez(os.path.join(out, "unknown_param.npz"), **{"fc9.weight": np.zeros((3, 2), np.float32)})

@@ -1,0 +1,119 @@
+#include "tools/kfuse/train_data.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "frontend/io/npz.h"
+#include "ir/support/strings.h"
+#include "ir/weights.h"
+
+namespace kfuse::cli {
+
+namespace {
+
+Expected<TensorMap> readArrays(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".safetensors") return readWeightsFile(path);
+  if (ext == ".npz") return io::readNpz(path);
+  return Error(str("--data '", path, "': expected a .npz or .safetensors file"));
+}
+
+Expected<Tensor> pick(const TensorMap& arrays, const std::string& key, const std::string& path, const char* flag) {
+  auto it = arrays.find(key);
+  if (it != arrays.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [name, _] : arrays) names.push_back(name);
+  return Error(str("--data '", path, "' has no array '", key, "' (", flag, "; it holds: ", join(names), ")"));
+}
+
+Tensor toI64(const Tensor& t) {
+  Tensor out(TensorType(DType::I64, t.shape()));
+  for (int64_t i = 0; i < t.numElements(); ++i) out.as<int64_t>()[i] = static_cast<int64_t>(t.at(i));
+  return out;
+}
+
+}  // namespace
+
+Expected<Dataset> loadDataset(const std::string& path, const std::string& xKey, const std::string& yKey,
+                              LossKind loss) {
+  KF_ASSIGN_OR_RETURN(TensorMap arrays, readArrays(path));
+  Dataset d;
+  KF_ASSIGN_OR_RETURN(d.x, pick(arrays, xKey, path, "--x-key"));
+  KF_ASSIGN_OR_RETURN(d.y, pick(arrays, yKey, path, "--y-key"));
+  if (d.x.shape().empty() || d.y.shape().empty())
+    return Error(str("--data '", path, "': the inputs and labels need a leading sample axis, got ",
+                     formatType(d.x.type()), " and ", formatType(d.y.type())));
+  if (d.x.shape()[0] != d.y.shape()[0])
+    return Error(str("--data '", path, "': ", d.x.shape()[0], " input samples but ", d.y.shape()[0], " labels"));
+  if (loss == LossKind::CrossEntropy) {
+    if (!isInteger(d.y.dtype()))
+      return Error(str("cross_entropy needs integer class labels, but '", yKey, "' is ", formatType(d.y.type()),
+                       " (use --loss=mse for regression targets)"));
+    if (d.y.dtype() != DType::I64) d.y = toI64(d.y);
+  }
+  return d;
+}
+
+Status checkDataset(const Dataset& d, const Graph& forward, int64_t batch, LossKind loss) {
+  if (forward.arguments().size() != 1)
+    return Error(str("kfuse train feeds one input array, but @", forward.name(), " takes ",
+                     forward.arguments().size(), " inputs"));
+  const TensorType& in = forward.argument(0)->type();
+  Shape sample(d.x.shape().begin() + 1, d.x.shape().end());
+  Shape want(in.shape.begin() + (in.rank() ? 1 : 0), in.shape.end());
+  if (sample != want || d.x.dtype() != in.dtype)
+    return Error(str("the model's input %", forward.argument(0)->name(), " is ", formatType(in),
+                     " (samples ", dtypeName(in.dtype), formatDims(want), "), but the data's samples are ",
+                     dtypeName(d.x.dtype()), formatDims(sample)));
+  if (batch > d.size())
+    return Error(str("--batch=", batch, " is larger than the dataset (", d.size(), " samples)"));
+  const TensorType& out = forward.resultTypes().at(0);
+  if (loss == LossKind::CrossEntropy) {
+    if (out.rank() != 2)
+      return Error(str("cross_entropy needs logits [batch, classes], but the model returns ", formatType(out)));
+    if (d.y.shape().size() != 1)
+      return Error(str("cross_entropy needs one class label per sample, got labels ", formatType(d.y.type())));
+    int64_t classes = out.shape[1];
+    for (int64_t i = 0; i < d.y.numElements(); ++i) {
+      int64_t label = d.y.as<int64_t>()[i];
+      if (label < 0 || label >= classes)
+        return Error(str("label ", label, " of sample ", i, " is out of range for the model's ", classes, " classes"));
+    }
+  } else if (loss == LossKind::MSE) {
+    Shape target(d.y.shape().begin() + 1, d.y.shape().end());
+    Shape outSample(out.shape.begin() + 1, out.shape.end());
+    if (target != outSample || d.y.dtype() != out.dtype)
+      return Error(str("mse needs targets shaped like the model's output ", formatType(out), " per sample (",
+                       dtypeName(out.dtype), formatDims(outSample), "), but the labels are ", formatType(d.y.type()),
+                       isInteger(d.y.dtype()) ? " (class labels: use --loss=cross_entropy)" : ""));
+  }
+  return Status::ok();
+}
+
+std::vector<int64_t> epochOrder(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  if (!shuffle) return order;
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch);
+  auto next = [&state] {  // SplitMix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[next() % (i + 1)]);
+  return order;
+}
+
+Tensor gatherRows(const Tensor& t, const std::vector<int64_t>& order, int64_t begin, int64_t count) {
+  Shape shape = t.shape();
+  shape[0] = count;
+  Tensor out(TensorType(t.dtype(), shape, t.type().layout));
+  size_t row = out.byteSize() / static_cast<size_t>(std::max<int64_t>(count, 1));
+  for (int64_t r = 0; r < count; ++r)
+    std::memcpy(out.data() + static_cast<size_t>(r) * row,
+                t.data() + static_cast<size_t>(order[static_cast<size_t>(begin + r)]) * row, row);
+  return out;
+}
+
+}  // namespace kfuse::cli

@@ -1,0 +1,37 @@
+// The dataset side of `kfuse train`: loading the arrays, checking them against
+// the model, batching and shuffling.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/training.h"
+
+namespace kfuse::cli {
+
+struct Dataset {
+  Tensor x;  // [N, ...]: one sample per row
+  Tensor y;  // [N] class labels (i64) for cross_entropy, or [N, ...] targets for mse
+  int64_t size() const { return x.shape().empty() ? 0 : x.shape()[0]; }
+};
+
+// Reads arrays `xKey` and `yKey` from a .npz or safetensors file. Integer
+// labels are converted to i64 for cross_entropy.
+Expected<Dataset> loadDataset(const std::string& path, const std::string& xKey, const std::string& yKey,
+                              LossKind loss);
+
+// Checks the data against the forward function for training with batches
+// of `batch` samples: sample shapes and dtypes, label dtype and range
+// (cross_entropy), target shapes (mse). Messages say what to change.
+Status checkDataset(const Dataset& d, const Graph& forward, int64_t batch, LossKind loss);
+
+// The order of samples in an epoch: 0..N-1, or a permutation drawn from a
+// seeded SplitMix64 generator with Fisher-Yates (the same on every platform).
+std::vector<int64_t> epochOrder(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
+
+// Rows `order[begin, begin + count)` of t, as a new tensor [count, ...].
+Tensor gatherRows(const Tensor& t, const std::vector<int64_t>& order, int64_t begin, int64_t count);
+
+}  // namespace kfuse::cli
