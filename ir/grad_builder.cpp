@@ -61,6 +61,11 @@ Value* GradBuilder::sumToShape(Value* grad, const Shape& target) {
   return reshape(summed, target);
 }
 
+Value* GradBuilder::withLayout(Value* v, Layout layout) {
+  if (!v || v->type().layout == layout) return v;
+  return op("reshape", {v}, {{"shape", Attribute(v->type().shape)}, {"layout", std::string(layoutName(layout))}});
+}
+
 Value* GradBuilder::expandTo(Value* v, const Shape& shape) {
   if (!v) return nullptr;
   if (v->type().shape == shape) return v;

@@ -37,6 +37,9 @@ class GradBuilder {
   Value* sumToShape(Value* grad, const Shape& target);
   // Broadcasts v to `shape` (NumPy rules).
   Value* expandTo(Value* v, const Shape& shape);
+  // v relabelled with layout tag `layout` (same shape, no data movement):
+  // shape ops yield plain values, and a gradient must carry its operand's tag.
+  Value* withLayout(Value* v, Layout layout);
 
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }

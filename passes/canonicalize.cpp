@@ -85,7 +85,9 @@ class Canonicalizer {
 
   bool replaceWithReshape(Node* n, Value* input) {
     if (input->type() == n->result()->type()) return forward(n, input);
-    return replaceWithNode(n, "reshape", input, {{"shape", Attribute(n->result()->type().shape)}});
+    const TensorType& t = n->result()->type();
+    return replaceWithNode(n, "reshape", input,
+                           {{"shape", Attribute(t.shape)}, {"layout", std::string(layoutName(t.layout))}});
   }
 
   bool rewriteTranspose(Node* n) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "ir/ops/grad_helpers.h"
 #include "ir/ops/window.h"
 
 namespace kfuse {
@@ -95,6 +96,55 @@ Expected<std::vector<Tensor>> matmulReference(const OpCall& c, std::span<const T
   return std::vector<Tensor>{std::move(y)};
 }
 
+// ---- matmul gradient
+//
+// With op(A) = A^T under transpose_a (likewise B), Y = op(A) op(B) gives
+// d op(A) = dY op(B)^T and d op(B) = op(A)^T dY; undoing the transposes:
+//   dA = ta ? op(B) dY^T = matmul(B, dY, transpose_a = tb, transpose_b = true)
+//           : dY op(B)^T = matmul(dY, B, transpose_b = !tb)
+//   dB = tb ? dY^T op(A) = matmul(dY, A, transpose_a = true, transpose_b = ta)
+//           : op(A)^T dY = matmul(A, dY, transpose_a = !ta)
+// Rank-1 operands first become the matrices numpy.matmul makes of them
+// ([1, K] for a, [K, 1] for b) and dY gets back the axes the result dropped,
+// so the formulas hold unchanged; the products carry the broadcast batch
+// axes, which sumToShape folds back onto each operand's own batch.
+
+// A rank-1 operand as the matrix numpy.matmul treats it as.
+Value* asMatrix(GradBuilder& b, Value* v, bool isA) {
+  const Shape& s = v->type().shape;
+  if (s.size() != 1) return v;
+  return b.reshape(v, isA ? Shape{1, s[0]} : Shape{s[0], 1});
+}
+
+// dy reshaped to batch + [M, N], M = 1 for a rank-1 a and N = 1 for a rank-1 b.
+Value* dyAsMatrix(GradBuilder& b, const Node& n, Value* dy) {
+  bool aVec = n.operand(0)->type().rank() == 1, bVec = n.operand(1)->type().rank() == 1;
+  const Shape& y = n.result()->type().shape;
+  size_t kept = (aVec ? 0 : 1) + (bVec ? 0 : 1);  // matrix axes present in y
+  Shape m(y.begin(), y.end() - static_cast<std::ptrdiff_t>(kept));
+  m.push_back(aVec ? 1 : y[y.size() - kept]);
+  m.push_back(bVec ? 1 : y.back());
+  return b.reshape(dy, m);
+}
+
+// A product over the broadcast batch folded back to `operand`'s type.
+Value* foldTo(GradBuilder& b, Value* product, Value* matrix, Value* operand) {
+  Value* summed = b.sumToShape(product, matrix->type().shape);
+  return ops::withLayout(b, b.reshape(summed, operand->type().shape), operand->type().layout);
+}
+
+std::vector<Value*> matmulGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  bool ta = n.attr("transpose_a").asBool(), tb = n.attr("transpose_b").asBool();
+  Value* a = asMatrix(b, n.operand(0), true);
+  Value* bm = asMatrix(b, n.operand(1), false);
+  Value* dy = dyAsMatrix(b, n, dys[0]);
+  Value* da = ta ? b.op("matmul", {bm, dy}, {{"transpose_a", tb}, {"transpose_b", true}})
+                 : b.op("matmul", {dy, bm}, {{"transpose_b", !tb}});
+  Value* db = tb ? b.op("matmul", {dy, a}, {{"transpose_a", true}, {"transpose_b", ta}})
+                 : b.op("matmul", {a, dy}, {{"transpose_a", !ta}});
+  return {foldTo(b, da, a, n.operand(0)), foldTo(b, db, bm, n.operand(1))};
+}
+
 void registerMatmul(OpRegistry& r) {
   OpDef d;
   d.name = "matmul";
@@ -109,6 +159,7 @@ void registerMatmul(OpRegistry& r) {
     return one(TensorType(c.inputs[0].dtype, p.result));
   };
   d.reference = matmulReference;
+  d.grad = matmulGrad;
   r.add(std::move(d));
 }
 
@@ -127,13 +178,17 @@ struct ConvPlan {
   std::vector<int64_t> strides, pads, dilations;
 };
 
-Status checkChannels(const OpCall& c, const ConvPlan& p) {
+Status checkChannels(const ConvPlan& p, const TensorType& wType) {
   if (p.x.c % p.groups != 0 || p.x.c / p.groups != p.w.i)
     return Error(str("input channels ", p.x.c, " do not match weight in-channels ", p.w.i, " x groups ", p.groups));
   if (p.w.o % p.groups != 0)
     return Error(str("weight out-channels ", p.w.o, " are not divisible by groups ", p.groups));
   if (p.w.kh < 1 || p.w.kw < 1)
-    return Error(str("weight kernel must be at least 1x1, got ", p.w.kh, "x", p.w.kw, " in ", formatType(c.inputs[1])));
+    return Error(str("weight kernel must be at least 1x1, got ", p.w.kh, "x", p.w.kw, " in ", formatType(wType)));
+  return Status::ok();
+}
+
+Status checkBias(const OpCall& c, const ConvPlan& p) {
   if (c.inputs.size() < 3) return Status::ok();
   KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 2));
   if (c.inputs[2].shape != Shape{p.w.o})
@@ -141,18 +196,20 @@ Status checkChannels(const OpCall& c, const ConvPlan& p) {
   return Status::ok();
 }
 
-Expected<ConvPlan> planConv(const OpCall& c) {
-  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
-  KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 1));
+// The geometry of a convolution of an x with a w of the given types under
+// c's attributes. The gradient ops share it, knowing x or w only by a shape
+// attribute; `xWhat` and `wWhat` name them in messages.
+Expected<ConvPlan> planConvOf(const OpCall& c, const TensorType& xType, std::string_view xWhat,
+                              const TensorType& wType, std::string_view wWhat) {
   ConvPlan p;
-  KF_ASSIGN_OR_RETURN(p.x, ops::imageOf(c, 0));
-  KF_ASSIGN_OR_RETURN(p.w, ops::filterOf(c, 1));
+  KF_ASSIGN_OR_RETURN(p.x, ops::imageOfType(xType, xWhat));
+  KF_ASSIGN_OR_RETURN(p.w, ops::filterOfType(wType, wWhat));
   KF_ASSIGN_OR_RETURN(p.strides, ops::intsAttr(c, "strides", 2, 1));
   KF_ASSIGN_OR_RETURN(p.pads, ops::intsAttr(c, "pads", 4, 0));
   KF_ASSIGN_OR_RETURN(p.dilations, ops::intsAttr(c, "dilations", 2, 1));
   p.groups = c.getInt("groups");
   if (p.groups < 1) return Error(str("attribute groups must be >= 1, got ", p.groups));
-  KF_RETURN_IF_ERROR(checkChannels(c, p));
+  KF_RETURN_IF_ERROR(checkChannels(p, wType));
   KF_ASSIGN_OR_RETURN(int64_t oh, ops::outputExtent({"height", p.x.h, p.w.kh, p.strides[0], p.pads[0], p.pads[2],
                                                 p.dilations[0]}));
   KF_ASSIGN_OR_RETURN(int64_t ow, ops::outputExtent({"width", p.x.w, p.w.kw, p.strides[1], p.pads[1], p.pads[3],
@@ -162,6 +219,14 @@ Expected<ConvPlan> planConv(const OpCall& c) {
   if (count) count = checkedMul(*count, oh);
   if (count) count = checkedMul(*count, ow);
   if (!count) return Error(str("result ", formatDims(p.y.shape()), " has more elements than int64 can count"));
+  return p;
+}
+
+Expected<ConvPlan> planConv(const OpCall& c) {
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+  KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 1));
+  KF_ASSIGN_OR_RETURN(ConvPlan p, planConvOf(c, c.inputs[0], "operand 0", c.inputs[1], "operand 1"));
+  KF_RETURN_IF_ERROR(checkBias(c, p));
   return p;
 }
 
@@ -195,6 +260,158 @@ Expected<std::vector<Tensor>> convReference(const OpCall& c, std::span<const Ten
   return std::vector<Tensor>{std::move(y)};
 }
 
+// ---------------------------------------------------------------- conv2d gradients
+//
+// conv2d_grad_input(dy, w) and conv2d_grad_weight(dy, x) take the forward's
+// geometry attributes plus the shape of what they compute: with stride > 1
+// several input sizes give the same output size, and the rows and columns no
+// window reaches get a zero gradient. Their references replay every forward
+// tap (the pairs input element x weight element that conv2d multiplies) and
+// accumulate dy's share into the operand being differentiated.
+
+std::vector<AttrSpec> convAttrs() {
+  return {{"strides", AttrKind::Ints, Attribute(std::vector<int64_t>{1, 1})},
+          {"pads", AttrKind::Ints, Attribute(std::vector<int64_t>{0, 0, 0, 0})},
+          {"dilations", AttrKind::Ints, Attribute(std::vector<int64_t>{1, 1})},
+          {"groups", AttrKind::Int, Attribute(int64_t{1})}};
+}
+
+// dy (operand 0) and operand 1 share a float dtype; dy is an image.
+Status checkOperands(const OpCall& c) {
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+  KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 1));
+  return ops::imageOfType(c.inputs[0], "operand 0 (dy)").status();
+}
+
+// dy must have the type conv2d gives for the plan (x's dtype and layout tag).
+Status checkDy(const OpCall& c, const ConvPlan& p, Layout xLayout) {
+  return ops::requireType(c, 0, "dy", TensorType(c.inputs[0].dtype, p.y.shape(), xLayout));
+}
+
+// conv2d_grad_input(dy, w): x has shape input_shape and dy's layout tag.
+Expected<ConvPlan> planGradInput(const OpCall& c) {
+  KF_RETURN_IF_ERROR(checkOperands(c));
+  KF_ASSIGN_OR_RETURN(Shape xs, ops::shapeAttr(c, "input_shape", 4));
+  TensorType x(c.inputs[0].dtype, xs, c.inputs[0].layout);
+  KF_ASSIGN_OR_RETURN(ConvPlan p, planConvOf(c, x, "attribute input_shape", c.inputs[1], "operand 1 (w)"));
+  KF_RETURN_IF_ERROR(checkDy(c, p, x.layout));
+  return p;
+}
+
+// The weight type conv2d_grad_weight computes: weight_shape, tagged weight_layout.
+Expected<TensorType> gradWeightType(const OpCall& c) {
+  KF_ASSIGN_OR_RETURN(Shape ws, ops::shapeAttr(c, "weight_shape", 4));
+  auto layout = parseLayout(c.getString("weight_layout"));
+  if (!layout || !(*layout == Layout::Plain || *layout == Layout::OIHW || *layout == Layout::OHWI))
+    return Error(str("attribute weight_layout = ", quoteString(c.getString("weight_layout")),
+                     " must be \"plain\", \"oihw\" or \"ohwi\""));
+  return TensorType(c.inputs[0].dtype, ws, *layout);
+}
+
+Expected<ConvPlan> planGradWeight(const OpCall& c) {
+  KF_RETURN_IF_ERROR(checkOperands(c));
+  KF_ASSIGN_OR_RETURN(TensorType w, gradWeightType(c));
+  KF_ASSIGN_OR_RETURN(ConvPlan p, planConvOf(c, c.inputs[1], "operand 1 (x)", w, "attribute weight_shape"));
+  KF_RETURN_IF_ERROR(checkDy(c, p, c.inputs[1].layout));
+  return p;
+}
+
+// One forward tap: y[n, o, oh, ow] += x[n, ci, ih, iw] * w[o, fi, ky, kx].
+struct Tap {
+  int64_t y, x, w;  // flat offsets into dy, x and w
+};
+
+// Calls fn for every tap that lands inside the input (padding contributes
+// nothing, so it receives nothing).
+template <typename Fn>
+void forEachTap(const ConvPlan& p, Fn fn) {
+  int64_t perGroup = p.w.o / p.groups;
+  for (int64_t n = 0; n < p.y.n; ++n)
+    for (int64_t o = 0; o < p.y.c; ++o)
+      for (int64_t oh = 0; oh < p.y.h; ++oh)
+        for (int64_t ow = 0; ow < p.y.w; ++ow)
+          for (int64_t fi = 0; fi < p.w.i; ++fi)
+            for (int64_t ky = 0; ky < p.w.kh; ++ky)
+              for (int64_t kx = 0; kx < p.w.kw; ++kx) {
+                int64_t ih = oh * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+                int64_t iw = ow * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+                if (ih < 0 || ih >= p.x.h || iw < 0 || iw >= p.x.w) continue;
+                int64_t ci = (o / perGroup) * p.w.i + fi;
+                fn(Tap{p.y.offset(n, o, oh, ow), p.x.offset(n, ci, ih, iw), p.w.offset(o, fi, ky, kx)});
+              }
+}
+
+// dx[tap.x] += dy[tap.y] * w[tap.w]
+Expected<std::vector<Tensor>> convGradInputReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                     std::span<const TensorType> out) {
+  KF_ASSIGN_OR_RETURN(ConvPlan p, planGradInput(c));
+  std::vector<double> acc(static_cast<size_t>(out[0].numElements()), 0.0);
+  forEachTap(p, [&](const Tap& t) { acc[static_cast<size_t>(t.x)] += in[0]->at(t.y) * in[1]->at(t.w); });
+  return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
+}
+
+// dw[tap.w] += dy[tap.y] * x[tap.x]
+Expected<std::vector<Tensor>> convGradWeightReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                      std::span<const TensorType> out) {
+  KF_ASSIGN_OR_RETURN(ConvPlan p, planGradWeight(c));
+  std::vector<double> acc(static_cast<size_t>(out[0].numElements()), 0.0);
+  forEachTap(p, [&](const Tap& t) { acc[static_cast<size_t>(t.w)] += in[0]->at(t.y) * in[1]->at(t.x); });
+  return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
+}
+
+void registerConvGrads(OpRegistry& r) {
+  OpDef gi;
+  gi.name = "conv2d_grad_input";
+  gi.summary = "conv2d backward to x from (dy, w) under the forward's attributes; input_shape: x's shape "
+               "(x has dy's layout tag)";
+  gi.minInputs = gi.maxInputs = 2;
+  gi.attrs = convAttrs();
+  gi.attrs.push_back({"input_shape", AttrKind::Ints, std::nullopt});
+  gi.fusion = FusionClass::GemmLike;
+  gi.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(planGradInput(c).status());
+    return one(TensorType(c.inputs[0].dtype, c.getInts("input_shape"), c.inputs[0].layout));
+  };
+  gi.reference = convGradInputReference;
+  r.add(std::move(gi));
+
+  OpDef gw;
+  gw.name = "conv2d_grad_weight";
+  gw.summary = "conv2d backward to w from (dy, x) under the forward's attributes; weight_shape and weight_layout "
+               "(plain, oihw or ohwi): w's type";
+  gw.minInputs = gw.maxInputs = 2;
+  gw.attrs = convAttrs();
+  gw.attrs.push_back({"weight_shape", AttrKind::Ints, std::nullopt});
+  gw.attrs.push_back({"weight_layout", AttrKind::String, Attribute("plain")});
+  gw.fusion = FusionClass::GemmLike;
+  gw.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(planGradWeight(c).status());
+    return one(*gradWeightType(c));
+  };
+  gw.reference = convGradWeightReference;
+  r.add(std::move(gw));
+}
+
+// dx and dw by the ops above; dbias sums dy over every axis but channels.
+std::vector<Value*> convGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  Value* x = n.operand(0);
+  Value* w = n.operand(1);
+  AttrMap geometry;
+  for (const char* a : {"strides", "pads", "dilations", "groups"}) geometry[a] = n.attr(a);
+  AttrMap inputAttrs = geometry, weightAttrs = geometry;
+  inputAttrs["input_shape"] = Attribute(x->type().shape);
+  weightAttrs["weight_shape"] = Attribute(w->type().shape);
+  weightAttrs["weight_layout"] = Attribute(std::string(layoutName(w->type().layout)));
+  std::vector<Value*> grads = {b.op("conv2d_grad_input", {dys[0], w}, inputAttrs),
+                               b.op("conv2d_grad_weight", {dys[0], x}, weightAttrs)};
+  if (n.numOperands() > 2) {
+    bool nhwc = x->type().layout == Layout::NHWC;
+    std::vector<int64_t> axes = nhwc ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 2, 3};
+    grads.push_back(b.op("reduce_sum", {dys[0]}, {{"axes", Attribute(axes)}}));
+  }
+  return grads;
+}
+
 void registerConv2d(OpRegistry& r) {
   OpDef d;
   d.name = "conv2d";
@@ -203,10 +420,7 @@ void registerConv2d(OpRegistry& r) {
       "bias [O]; pads are (top, left, bottom, right)";
   d.minInputs = 2;
   d.maxInputs = 3;
-  d.attrs = {{"strides", AttrKind::Ints, Attribute(std::vector<int64_t>{1, 1})},
-             {"pads", AttrKind::Ints, Attribute(std::vector<int64_t>{0, 0, 0, 0})},
-             {"dilations", AttrKind::Ints, Attribute(std::vector<int64_t>{1, 1})},
-             {"groups", AttrKind::Int, Attribute(int64_t{1})}};
+  d.attrs = convAttrs();
   d.fusion = FusionClass::GemmLike;
   // The result keeps the input's tag: plain stays plain, NHWC stays NHWC.
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
@@ -214,6 +428,7 @@ void registerConv2d(OpRegistry& r) {
     return one(TensorType(c.inputs[0].dtype, p.y.shape(), c.inputs[0].layout));
   };
   d.reference = convReference;
+  d.grad = convGrad;
   r.add(std::move(d));
 }
 
@@ -222,6 +437,7 @@ void registerConv2d(OpRegistry& r) {
 void registerLinalgOps(OpRegistry& r) {
   registerMatmul(r);
   registerConv2d(r);
+  registerConvGrads(r);
 }
 
 }  // namespace kfuse

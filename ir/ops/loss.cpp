@@ -1,9 +1,10 @@
 // Loss functions: each reduces a batch to a rank-0 loss of the input's float
 // dtype, so they are Reduction ops. Semantics follow torch.nn.functional.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "ir/ops/op_helpers.h"
+#include "ir/ops/grad_helpers.h"
 
 namespace kfuse {
 namespace {
@@ -37,6 +38,83 @@ double logSumExp(const Tensor& logits, int64_t base, int64_t classes) {
   return m + std::log(s);
 }
 
+// Logits [N, C] (operand i, float) and i64 labels [N] (operand i + 1).
+Status checkLogitsAndLabels(const OpCall& c, size_t i) {
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, i));
+  KF_RETURN_IF_ERROR(ops::requireRank(c, i, 2));
+  KF_RETURN_IF_ERROR(ops::requireDType(c, i + 1, DType::I64));
+  KF_RETURN_IF_ERROR(ops::requireRank(c, i + 1, 1));
+  KF_RETURN_IF_ERROR(checkReduction(c));
+  if (c.inputs[i + 1].shape[0] != c.inputs[i].shape[0])
+    return Error(str("labels ", formatType(c.inputs[i + 1]), " must have one entry per row of logits ",
+                     formatType(c.inputs[i])));
+  return Status::ok();
+}
+
+// Which rows count (their label is not ignore_index); an Error for a counted
+// label outside [0, classes). Labels are read as integers: Tensor::at goes
+// through double.
+Expected<std::vector<bool>> countedRows(const OpCall& c, const Tensor& labelTensor, int64_t classes) {
+  const int64_t* labels = labelTensor.as<int64_t>();
+  int64_t ignore = c.getInt("ignore_index");
+  std::vector<bool> counted(static_cast<size_t>(labelTensor.numElements()));
+  for (size_t i = 0; i < counted.size(); ++i) {
+    int64_t label = labels[i];
+    counted[i] = label != ignore;
+    if (counted[i] && (label < 0 || label >= classes))
+      return Error(str("label ", label, " at position ", i, " is out of range for ", classes, " classes"));
+  }
+  return counted;
+}
+
+// cross_entropy_grad(dloss, logits, labels): for each counted row,
+// (softmax(logits) - onehot(label)) * dloss / count, count = the counted rows
+// for "mean" and 1 for "sum"; ignored rows get 0, as torch gives (and so an
+// all-ignored batch gets 0, not the forward's 0 / 0).
+Expected<std::vector<Tensor>> crossEntropyGradReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                        std::span<const TensorType> out) {
+  const Tensor& logits = *in[1];
+  int64_t classes = logits.shape()[1];
+  KF_ASSIGN_OR_RETURN(std::vector<bool> counted, countedRows(c, *in[2], classes));
+  const int64_t* labels = in[2]->as<int64_t>();
+  double count = static_cast<double>(std::count(counted.begin(), counted.end(), true));
+  double scale = in[0]->at(0) / (c.getString("reduction") == "mean" ? count : 1.0);
+  Tensor dx(out[0]);
+  for (size_t i = 0; i < counted.size(); ++i) {
+    if (!counted[i]) continue;
+    auto base = static_cast<int64_t>(i) * classes;
+    double lse = logSumExp(logits, base, classes);
+    for (int64_t j = 0; j < classes; ++j) {
+      double p = std::exp(logits.at(base + j) - lse);
+      dx.set(base + j, (p - (j == labels[i] ? 1.0 : 0.0)) * scale);
+    }
+  }
+  return std::vector<Tensor>{std::move(dx)};
+}
+
+void registerCrossEntropyGrad(OpRegistry& r) {
+  OpDef d;
+  d.name = "cross_entropy_grad";
+  d.summary = "cross_entropy backward from (dloss, logits, labels): (softmax(logits) - onehot(labels)) * dloss / "
+              "count per counted row (count = counted rows for mean, 1 for sum), 0 for ignored rows";
+  d.minInputs = d.maxInputs = 3;
+  d.attrs = {reductionAttr(), {"ignore_index", AttrKind::Int, Attribute(-100)}};
+  d.fusion = FusionClass::Reduction;
+  d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+    KF_RETURN_IF_ERROR(ops::requireRank(c, 0, 0));
+    KF_RETURN_IF_ERROR(checkLogitsAndLabels(c, 1));
+    KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 1));
+    return one(c.inputs[1]);
+  };
+  d.reference = crossEntropyGradReference;
+  r.add(std::move(d));
+}
+
+std::vector<Value*> crossEntropyGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  return {b.op("cross_entropy_grad", {dys[0], n.operand(0), n.operand(1)}, n.attrs()), nullptr};
+}
+
 void registerCrossEntropy(OpRegistry& r) {
   OpDef d;
   d.name = "cross_entropy";
@@ -46,35 +124,37 @@ void registerCrossEntropy(OpRegistry& r) {
   d.attrs = {reductionAttr(), {"ignore_index", AttrKind::Int, Attribute(-100)}};
   d.fusion = FusionClass::Reduction;
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
-    KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
-    KF_RETURN_IF_ERROR(ops::requireRank(c, 0, 2));
-    KF_RETURN_IF_ERROR(ops::requireDType(c, 1, DType::I64));
-    KF_RETURN_IF_ERROR(ops::requireRank(c, 1, 1));
-    KF_RETURN_IF_ERROR(checkReduction(c));
-    if (c.inputs[1].shape[0] != c.inputs[0].shape[0])
-      return Error(str("labels ", formatType(c.inputs[1]), " must have one entry per row of logits ",
-                       formatType(c.inputs[0])));
+    KF_RETURN_IF_ERROR(checkLogitsAndLabels(c, 0));
     return one(TensorType(c.inputs[0].dtype, {}));
   };
   d.reference = [](const OpCall& c, std::span<const Tensor* const> in,
                    std::span<const TensorType> out) -> Expected<std::vector<Tensor>> {
     const Tensor& logits = *in[0];
-    // Labels are read as integers: Tensor::at goes through double.
+    int64_t classes = logits.shape()[1];
+    KF_ASSIGN_OR_RETURN(std::vector<bool> counted, countedRows(c, *in[1], classes));
     const int64_t* labels = in[1]->as<int64_t>();
-    int64_t rows = logits.shape()[0], classes = logits.shape()[1];
-    int64_t ignore = c.getInt("ignore_index");
     double sum = 0, count = 0;
-    for (int64_t i = 0; i < rows; ++i) {
-      int64_t label = labels[i];
-      if (label == ignore) continue;
-      if (label < 0 || label >= classes)
-        return Error(str("label ", label, " at position ", i, " is out of range for ", classes, " classes"));
-      sum += logSumExp(logits, i * classes, classes) - logits.at(i * classes + label);
+    for (size_t i = 0; i < counted.size(); ++i) {
+      if (!counted[i]) continue;
+      auto base = static_cast<int64_t>(i) * classes;
+      sum += logSumExp(logits, base, classes) - logits.at(base + labels[i]);
       count += 1;
     }
     return std::vector<Tensor>{Tensor::fromDoubles(out[0], {reduce(c, sum, count)})};
   };
+  d.grad = crossEntropyGrad;
   r.add(std::move(d));
+}
+
+// d loss / da = dloss * 2 (a - b) / count (count = 1 for "sum"), and
+// d loss / db = -d loss / da. a and b may differ in layout tag (one plain),
+// so each gradient gets its operand's tag.
+std::vector<Value*> mseGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  Value *a = n.operand(0), *bv = n.operand(1);
+  double count = n.attr("reduction").asString() == "mean" ? static_cast<double>(a->type().numElements()) : 1.0;
+  Value* scale = b.op("mul", {dys[0], b.scalarLike(2.0 / count, dys[0])});
+  Value* da = b.op("mul", {b.op("sub", {a, bv}), scale});
+  return {ops::withLayout(b, da, a->type().layout), ops::withLayout(b, b.op("neg", {da}), bv->type().layout)};
 }
 
 void registerMseLoss(OpRegistry& r) {
@@ -105,6 +185,7 @@ void registerMseLoss(OpRegistry& r) {
     }
     return std::vector<Tensor>{Tensor::fromDoubles(out[0], {reduce(c, sum, static_cast<double>(n))})};
   };
+  d.grad = mseGrad;
   r.add(std::move(d));
 }
 
@@ -112,6 +193,7 @@ void registerMseLoss(OpRegistry& r) {
 
 void registerLossOps(OpRegistry& r) {
   registerCrossEntropy(r);
+  registerCrossEntropyGrad(r);
   registerMseLoss(r);
 }
 

@@ -4,7 +4,7 @@
 // element's flat index, see ir/philox.h), so it is Elementwise.
 #include <cmath>
 
-#include "ir/ops/op_helpers.h"
+#include "ir/ops/grad_helpers.h"
 #include "ir/philox.h"
 
 namespace kfuse {
@@ -22,20 +22,21 @@ Status checkEpsilon(const OpCall& c) {
   return Error(str("attribute epsilon = ", eps, " must be finite and non-negative"));
 }
 
-// x's channel axis: the last axis when x is tagged NHWC, axis 1 otherwise
-// (plain and NCHW: [N, C, ...]).
-Expected<int64_t> channelAxis(const OpCall& c) {
-  const TensorType& x = c.inputs[0];
-  if (x.rank() < 2) return Error(str("operand 0 (x) must have rank >= 2 (batch and channel axes), got ", formatType(x)));
+// The channel axis of x (named `what` in messages): the last axis when x is
+// tagged NHWC, axis 1 otherwise (plain and NCHW: [N, C, ...]).
+Expected<int64_t> channelAxisOf(const TensorType& x, std::string_view what) {
+  if (x.rank() < 2) return Error(str(what, " must have rank >= 2 (batch and channel axes), got ", formatType(x)));
   switch (x.layout) {
     case Layout::Plain:
     case Layout::NCHW: return 1;
     case Layout::NHWC: return static_cast<int64_t>(x.rank()) - 1;
     default:
-      return Error(str("operand 0 (x) has layout ", layoutName(x.layout),
+      return Error(str(what, " has layout ", layoutName(x.layout),
                        ", but batch norm needs an activation layout (plain, nchw or nhwc)"));
   }
 }
+
+Expected<int64_t> channelAxis(const OpCall& c) { return channelAxisOf(c.inputs[0], "operand 0 (x)"); }
 
 // Operand i (called `name`) must have exactly `want`'s shape and x's dtype.
 Status requireOperandShape(const OpCall& c, size_t i, const char* name, const Shape& want) {
@@ -95,6 +96,138 @@ Tensor normalizeChannels(const Tensor& x, int64_t axis, const ChannelStats& s, c
   return y;
 }
 
+// ---- batch norm gradients
+
+// A per-channel [C] value shaped to broadcast against x: C at the channel
+// axis, 1 elsewhere ([1, C, 1, 1], or [1, 1, 1, C] for NHWC).
+Value* perChannel(GradBuilder& b, Value* v, const TensorType& x, int64_t axis) {
+  Shape s(x.rank(), 1);
+  s[static_cast<size_t>(axis)] = x.shape[static_cast<size_t>(axis)];
+  return b.reshape(v, s);
+}
+
+// Every axis of x but the channel axis: the axes batch norm reduces.
+std::vector<int64_t> reducedAxes(const TensorType& x, int64_t axis) {
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.rank()); ++d)
+    if (d != axis) axes.push_back(d);
+  return axes;
+}
+
+Value* sumOverBatch(GradBuilder& b, Value* v, const TensorType& x, int64_t axis) {
+  return b.op("reduce_sum", {v}, {{"axes", Attribute(reducedAxes(x, axis))}});
+}
+
+// Inference form, with k = scale * rsqrt(var + eps) per channel:
+//   dx = dy * k,  dscale = sum(dy * (x - mean)) * rsqrt(var + eps),  dbias = sum(dy).
+// mean and var are buffers (running statistics): no gradient.
+std::vector<Value*> batchNormGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  Value *dy = dys[0], *x = n.operand(0), *scale = n.operand(1), *mean = n.operand(3), *var = n.operand(4);
+  const TensorType& xt = x->type();
+  int64_t axis = *channelAxisOf(xt, "x");
+  Value* invStd = b.op("rsqrt", {b.op("add", {var, b.scalarLike(n.attr("epsilon").asFloat(), var)})});
+  Value* dx = b.op("mul", {dy, perChannel(b, b.op("mul", {scale, invStd}), xt, axis)});
+  Value* centered = b.op("sub", {x, perChannel(b, mean, xt, axis)});
+  Value* dscale = b.op("mul", {sumOverBatch(b, b.op("mul", {dy, centered}), xt, axis), invStd});
+  return {dx, dscale, sumOverBatch(b, dy, xt, axis), nullptr, nullptr};
+}
+
+// batch_norm_train_grad(dy, x, scale, batch_mean, batch_var): torch's
+// training-mode backward, per channel over its M elements, with
+// invstd = 1 / sqrt(batch_var + eps) and xhat = (x - batch_mean) * invstd:
+//   dbias = sum(dy),  dscale = sum(dy * xhat),
+//   dx = scale * invstd * (dy - dbias / M - xhat * dscale / M).
+Expected<int64_t> checkBatchNormTrainGrad(const OpCall& c) {
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+  KF_RETURN_IF_ERROR(checkEpsilon(c));
+  const TensorType& x = c.inputs[1];
+  KF_ASSIGN_OR_RETURN(int64_t axis, channelAxisOf(x, "operand 1 (x)"));
+  KF_RETURN_IF_ERROR(ops::requireType(c, 0, "dy", x));
+  TensorType vec(x.dtype, {x.shape[static_cast<size_t>(axis)]});
+  const char* names[] = {"dy", "x", "scale", "batch_mean", "batch_var"};
+  for (size_t i = 2; i < 5; ++i) KF_RETURN_IF_ERROR(ops::requireType(c, i, names[i], vec));
+  return axis;
+}
+
+Expected<std::vector<Tensor>> batchNormTrainGradReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                          std::span<const TensorType> out) {
+  KF_ASSIGN_OR_RETURN(int64_t axis, checkBatchNormTrainGrad(c));
+  const Tensor &dy = *in[0], &x = *in[1], &scale = *in[2];
+  std::vector<double> mean = in[3]->toDoubles(), invStd = in[4]->toDoubles();
+  for (double& v : invStd) v = 1.0 / std::sqrt(v + c.getFloat("epsilon"));
+  size_t channels = mean.size();
+  double m = channels == 0 ? 0.0 : static_cast<double>(x.numElements()) / static_cast<double>(channels);
+  std::vector<double> dbias(channels, 0.0), dscale(channels, 0.0);
+  auto xhat = [&](size_t ch, int64_t flat) { return (x.at(flat) - mean[ch]) * invStd[ch]; };
+  forEachWithChannel(x, axis, [&](size_t ch, int64_t flat) {
+    dbias[ch] += dy.at(flat);
+    dscale[ch] += dy.at(flat) * xhat(ch, flat);
+  });
+  Tensor dx(out[0]);
+  forEachWithChannel(x, axis, [&](size_t ch, int64_t flat) {
+    double k = scale.at(static_cast<int64_t>(ch)) * invStd[ch];
+    dx.set(flat, k * (dy.at(flat) - dbias[ch] / m - xhat(ch, flat) * dscale[ch] / m));
+  });
+  std::vector<Tensor> res;
+  res.push_back(std::move(dx));
+  res.push_back(Tensor::fromDoubles(out[1], dscale));
+  res.push_back(Tensor::fromDoubles(out[2], dbias));
+  return res;
+}
+
+void registerBatchNormTrainGrad(OpRegistry& r) {
+  OpDef d;
+  d.name = "batch_norm_train_grad";
+  d.summary = "batch_norm_train backward from (dy, x, scale, batch_mean, batch_var), torch's training formula; "
+              "results (dx, dscale, dbias)";
+  d.minInputs = d.maxInputs = 5;
+  d.attrs = {epsilonAttr()};
+  d.fusion = FusionClass::Reduction;
+  d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(checkBatchNormTrainGrad(c).status());
+    return std::vector<TensorType>{c.inputs[1], c.inputs[2], c.inputs[2]};
+  };
+  d.reference = batchNormTrainGradReference;
+  r.add(std::move(d));
+}
+
+// The batch statistics are results too, so gradients may reach them (from a
+// loss that reads them; running-statistics updates are not on the loss's
+// path). With M elements per channel: d batch_mean / dx = 1 / M, and
+// d batch_var / dx = 2 (x - batch_mean) / M (biased variance; its
+// dependence on the mean drops out since sum(x - mean) = 0).
+Value* statisticsGrad(GradBuilder& b, const Node& n, Value* dmean, Value* dvar, int64_t axis) {
+  Value* x = n.operand(0);
+  const TensorType& xt = x->type();
+  double m = static_cast<double>(xt.numElements()) / static_cast<double>(xt.shape[static_cast<size_t>(axis)]);
+  Value* total = nullptr;
+  if (dvar) {
+    Value* centered = b.op("sub", {x, perChannel(b, n.result(1), xt, axis)});
+    total = b.op("mul", {centered, perChannel(b, b.op("mul", {dvar, b.scalarLike(2.0 / m, dvar)}), xt, axis)});
+  }
+  if (dmean) {
+    Value* share = b.expandTo(perChannel(b, b.op("div", {dmean, b.scalarLike(m, dmean)}), xt, axis), xt.shape);
+    total = total ? b.op("add", {total, share}) : share;
+  }
+  return total;
+}
+
+std::vector<Value*> batchNormTrainGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  Value* x = n.operand(0);
+  int64_t axis = *channelAxisOf(x->type(), "x");
+  std::vector<Value*> grads(3, nullptr);
+  if (dys[0]) {
+    std::vector<Value*> r = b.ops("batch_norm_train_grad", {dys[0], x, n.operand(1), n.result(1), n.result(2)},
+                                  {{"epsilon", n.attr("epsilon")}});
+    if (r.size() == 3) grads = r;
+  }
+  if (dys[1] || dys[2]) {
+    Value* stats = statisticsGrad(b, n, dys[1], dys[2], axis);
+    grads[0] = ops::withLayout(b, grads[0] ? b.op("add", {grads[0], stats}) : stats, x->type().layout);
+  }
+  return grads;
+}
+
 void registerBatchNorm(OpRegistry& r) {
   OpDef d;
   d.name = "batch_norm";
@@ -113,6 +246,7 @@ void registerBatchNorm(OpRegistry& r) {
     ChannelStats s{in[3]->toDoubles(), in[4]->toDoubles()};
     return std::vector<Tensor>{normalizeChannels(*in[0], axis, s, *in[1], *in[2], c.getFloat("epsilon"), out[0])};
   };
+  d.grad = batchNormGrad;
   r.add(std::move(d));
 }
 
@@ -139,7 +273,109 @@ void registerBatchNormTrain(OpRegistry& r) {
     res.push_back(Tensor::fromDoubles(out[2], s.var));
     return res;
   };
+  d.grad = batchNormTrainGrad;
   r.add(std::move(d));
+}
+
+// ---- layer norm gradient
+//
+// layer_norm_grad(dy, x[, scale]) recomputes each row's mean and variance
+// from x: the forward does not return them, and the backward reads every
+// row of x anyway (for xhat). Per row of D elements, with xhat = (x - mean) * rstd and g = dy * scale (dy
+// without a scale):
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+// and, with a scale, dscale = sum over rows of dy * xhat and dbias = sum
+// over rows of dy (the bias gradient is a result even when the forward had
+// no bias: it costs one sum and keeps the op's results fixed by its operands).
+
+// x seen as `rows` rows of the `inner` elements that layer_norm normalises together.
+struct LayerRows {
+  int64_t rows = 0, inner = 0;
+};
+Expected<LayerRows> layerRows(const OpCall& c, const TensorType& x) {
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(x.rank())));
+  LayerRows r;
+  r.inner = numElements(Shape(x.shape.begin() + axis, x.shape.end()));
+  r.rows = r.inner == 0 ? 0 : x.numElements() / r.inner;
+  return r;
+}
+
+Expected<std::vector<TensorType>> inferLayerNormGrad(const OpCall& c) {
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+  KF_RETURN_IF_ERROR(checkEpsilon(c));
+  const TensorType& x = c.inputs[1];
+  KF_RETURN_IF_ERROR(ops::requireType(c, 0, "dy", x));
+  KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(x.rank())));
+  if (c.inputs.size() < 3) return one(x);
+  TensorType inner(x.dtype, Shape(x.shape.begin() + axis, x.shape.end()));
+  KF_RETURN_IF_ERROR(ops::requireType(c, 2, "scale", inner));
+  return std::vector<TensorType>{x, inner, inner};
+}
+
+// One row's statistics, computed as the forward does (two passes).
+struct RowStats {
+  double mean, rstd;
+};
+RowStats rowStats(const Tensor& x, int64_t base, int64_t inner, double eps) {
+  double sum = 0, sq = 0;
+  for (int64_t j = 0; j < inner; ++j) sum += x.at(base + j);
+  double mean = sum / static_cast<double>(inner);
+  for (int64_t j = 0; j < inner; ++j) sq += (x.at(base + j) - mean) * (x.at(base + j) - mean);
+  return {mean, 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps)};
+}
+
+Expected<std::vector<Tensor>> layerNormGradReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                     std::span<const TensorType> out) {
+  const Tensor &dy = *in[0], &x = *in[1];
+  const Tensor* scale = in.size() > 2 ? in[2] : nullptr;
+  KF_ASSIGN_OR_RETURN(LayerRows lr, layerRows(c, x.type()));
+  std::vector<double> dscale(static_cast<size_t>(lr.inner), 0.0), dbias(dscale.size(), 0.0);
+  Tensor dx(out[0]);
+  for (int64_t row = 0; row < lr.rows; ++row) {
+    int64_t base = row * lr.inner;
+    RowStats st = rowStats(x, base, lr.inner, c.getFloat("epsilon"));
+    auto xhat = [&](int64_t j) { return (x.at(base + j) - st.mean) * st.rstd; };
+    auto g = [&](int64_t j) { return dy.at(base + j) * (scale ? scale->at(j) : 1.0); };
+    double meanG = 0, meanGx = 0;
+    for (int64_t j = 0; j < lr.inner; ++j) {
+      meanG += g(j) / static_cast<double>(lr.inner);
+      meanGx += g(j) * xhat(j) / static_cast<double>(lr.inner);
+      dscale[static_cast<size_t>(j)] += dy.at(base + j) * xhat(j);
+      dbias[static_cast<size_t>(j)] += dy.at(base + j);
+    }
+    for (int64_t j = 0; j < lr.inner; ++j) dx.set(base + j, st.rstd * (g(j) - meanG - xhat(j) * meanGx));
+  }
+  std::vector<Tensor> res;
+  res.push_back(std::move(dx));
+  if (scale) {
+    res.push_back(Tensor::fromDoubles(out[1], dscale));
+    res.push_back(Tensor::fromDoubles(out[2], dbias));
+  }
+  return res;
+}
+
+void registerLayerNormGrad(OpRegistry& r) {
+  OpDef d;
+  d.name = "layer_norm_grad";
+  d.summary = "layer_norm backward from (dy, x[, scale]), mean and variance recomputed from x; results dx, and "
+              "with a scale also (dscale, dbias)";
+  d.minInputs = 2;
+  d.maxInputs = 3;
+  d.attrs = {{"axis", AttrKind::Int, Attribute(-1)}, epsilonAttr()};
+  d.fusion = FusionClass::Reduction;
+  d.infer = inferLayerNormGrad;
+  d.reference = layerNormGradReference;
+  r.add(std::move(d));
+}
+
+std::vector<Value*> layerNormGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  std::vector<Value*> operands = {dys[0], n.operand(0)};
+  if (n.numOperands() > 1) operands.push_back(n.operand(1));
+  std::vector<Value*> r =
+      b.ops("layer_norm_grad", operands, {{"axis", n.attr("axis")}, {"epsilon", n.attr("epsilon")}});
+  std::vector<Value*> grads(n.numOperands(), nullptr);
+  for (size_t i = 0; i < grads.size() && i < r.size(); ++i) grads[i] = r[i];
+  return grads;
 }
 
 void registerLayerNorm(OpRegistry& r) {
@@ -185,7 +421,19 @@ void registerLayerNorm(OpRegistry& r) {
     }
     return std::vector<Tensor>{std::move(y)};
   };
+  d.grad = layerNormGrad;
   r.add(std::move(d));
+}
+
+// ---- dropout gradient: the same mask applied to dy. The mask is a pure
+// function of (seed, step, element index), so nothing is saved: dropout of
+// dy with the forward's attributes and step operand redraws it exactly.
+std::vector<Value*> dropoutGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  std::vector<Value*> operands = {dys[0]};
+  if (n.numOperands() > 1) operands.push_back(n.operand(1));
+  std::vector<Value*> grads(n.numOperands(), nullptr);
+  grads[0] = b.op("dropout", operands, n.attrs());
+  return grads;
 }
 
 void registerDropout(OpRegistry& r) {
@@ -221,6 +469,7 @@ void registerDropout(OpRegistry& r) {
     }
     return std::vector<Tensor>{std::move(y)};
   };
+  d.grad = dropoutGrad;
   r.add(std::move(d));
 }
 
@@ -229,7 +478,9 @@ void registerDropout(OpRegistry& r) {
 void registerNormOps(OpRegistry& r) {
   registerBatchNorm(r);
   registerBatchNormTrain(r);
+  registerBatchNormTrainGrad(r);
   registerLayerNorm(r);
+  registerLayerNormGrad(r);
   registerDropout(r);
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "ir/ops/grad_helpers.h"
 #include "ir/ops/window.h"
 
 namespace kfuse {
@@ -19,14 +20,18 @@ using ops::checkedMul;
 using ops::Image;
 using ops::WindowAxis;
 
-// The pooled operand: a float image with something to pool.
-Expected<Image> imageOf(const OpCall& c) {
-  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
-  KF_ASSIGN_OR_RETURN(Image x, ops::imageOf(c, 0));
+// A pooled image of type t (named `what` in messages): a float image with
+// something to pool.
+Expected<Image> pooledImage(const TensorType& t, std::string_view what) {
+  if (!isFloat(t.dtype)) return Error(str(what, " must be floating-point, got ", formatType(t)));
+  KF_ASSIGN_OR_RETURN(Image x, ops::imageOfType(t, what));
   if (x.h < 1 || x.w < 1)
-    return Error(str("input height and width must be at least 1, got ", x.h, "x", x.w, " in ", formatType(c.inputs[0])));
+    return Error(str("input height and width must be at least 1, got ", x.h, "x", x.w, " in ", formatType(t)));
   return x;
 }
+
+// The pooled operand i.
+Expected<Image> imageOf(const OpCall& c, size_t i = 0) { return pooledImage(c.inputs[i], str("operand ", i)); }
 
 // Pads must be smaller than the window span (as PyTorch and ONNX require), so
 // every window overlaps the input.
@@ -43,10 +48,11 @@ struct PoolPlan {
   std::vector<int64_t> kernel, strides, pads, dilations;
 };
 
-// Window geometry of max_pool2d / avg_pool2d; avg_pool2d has no dilations.
-Expected<PoolPlan> planPool(const OpCall& c, bool dilated) {
+// Window geometry of max_pool2d / avg_pool2d over x (and of their gradient
+// ops); avg_pool2d has no dilations.
+Expected<PoolPlan> planPoolOf(const OpCall& c, const Image& x, bool dilated) {
   PoolPlan p;
-  KF_ASSIGN_OR_RETURN(p.x, imageOf(c));
+  p.x = x;
   KF_ASSIGN_OR_RETURN(p.kernel, ops::intsAttr(c, "kernel", 2, 1));
   p.strides = p.kernel;
   if (!c.getInts("strides").empty()) {
@@ -70,6 +76,11 @@ Expected<PoolPlan> planPool(const OpCall& c, bool dilated) {
   return p;
 }
 
+Expected<PoolPlan> planPool(const OpCall& c, bool dilated) {
+  KF_ASSIGN_OR_RETURN(Image x, imageOf(c));
+  return planPoolOf(c, x, dilated);
+}
+
 // The result keeps the input's tag: plain stays plain, NHWC stays NHWC.
 InferFn poolInfer(bool dilated) {
   return [dilated](const OpCall& c) -> Expected<std::vector<TensorType>> {
@@ -78,37 +89,59 @@ InferFn poolInfer(bool dilated) {
   };
 }
 
+// Calls fn(n, c, oh, ow) for every window (output element) of the plan.
+template <typename Fn>
+void forEachWindow(const PoolPlan& p, Fn fn) {
+  for (int64_t n = 0; n < p.y.n; ++n)
+    for (int64_t ch = 0; ch < p.y.c; ++ch)
+      for (int64_t oh = 0; oh < p.y.h; ++oh)
+        for (int64_t ow = 0; ow < p.y.w; ++ow) fn(n, ch, oh, ow);
+}
+
 // Runs `at(n, c, oh, ow)` for every output element of the plan.
 template <typename At>
 std::vector<Tensor> poolEach(const PoolPlan& p, const TensorType& out, At at) {
   Tensor y(out);
-  for (int64_t n = 0; n < p.y.n; ++n)
-    for (int64_t ch = 0; ch < p.y.c; ++ch)
-      for (int64_t oh = 0; oh < p.y.h; ++oh)
-        for (int64_t ow = 0; ow < p.y.w; ++ow) y.set(p.y.offset(n, ch, oh, ow), at(n, ch, oh, ow));
+  forEachWindow(p, [&](int64_t n, int64_t ch, int64_t oh, int64_t ow) {
+    y.set(p.y.offset(n, ch, oh, ow), at(n, ch, oh, ow));
+  });
   std::vector<Tensor> results;
   results.push_back(std::move(y));
   return results;
 }
 
-// The largest input element under the window's taps; padding never wins and
-// NaN propagates (as PyTorch). A dilated window whose taps all fall in padding
-// yields -inf, the identity of max, as PyTorch does.
+// The input offset a max_pool2d window picks, as PyTorch's indices do: the
+// first tap inside the input, replaced by each later tap that is strictly
+// greater or NaN (so the first of equal maxima wins, and the last NaN).
+// Padding is never picked; -1 when every tap falls in padding. The forward
+// and its gradient both use it, so dy goes exactly where the maximum came from.
+int64_t maxTap(const PoolPlan& p, const Tensor& x, int64_t n, int64_t ch, int64_t oh, int64_t ow) {
+  int64_t best = -1;
+  double bestValue = 0;
+  for (int64_t ky = 0; ky < p.kernel[0]; ++ky)
+    for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
+      int64_t ih = oh * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+      int64_t iw = ow * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+      if (ih < 0 || ih >= p.x.h || iw < 0 || iw >= p.x.w) continue;
+      int64_t at = p.x.offset(n, ch, ih, iw);
+      double v = x.at(at);
+      if (best < 0 || v > bestValue || std::isnan(v)) {
+        best = at;
+        bestValue = v;
+      }
+    }
+  return best;
+}
+
+// The largest input element under the window's taps. A dilated window whose
+// taps all fall in padding yields -inf, the identity of max, as PyTorch does.
 Expected<std::vector<Tensor>> maxPoolReference(const OpCall& c, std::span<const Tensor* const> in,
                                                std::span<const TensorType> out) {
   KF_ASSIGN_OR_RETURN(PoolPlan p, planPool(c, true));
   const Tensor& x = *in[0];
   return poolEach(p, out[0], [&](int64_t n, int64_t ch, int64_t oh, int64_t ow) {
-    double best = -std::numeric_limits<double>::infinity();
-    for (int64_t ky = 0; ky < p.kernel[0]; ++ky)
-      for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
-        int64_t ih = oh * p.strides[0] - p.pads[0] + ky * p.dilations[0];
-        int64_t iw = ow * p.strides[1] - p.pads[1] + kx * p.dilations[1];
-        if (ih < 0 || ih >= p.x.h || iw < 0 || iw >= p.x.w) continue;
-        double v = x.at(p.x.offset(n, ch, ih, iw));
-        if (v > best || std::isnan(v)) best = v;
-      }
-    return best;
+    int64_t at = maxTap(p, x, n, ch, oh, ow);
+    return at < 0 ? -std::numeric_limits<double>::infinity() : x.at(at);
   });
 }
 
@@ -123,23 +156,87 @@ Span windowSpan(int64_t o, int64_t stride, int64_t kernel, int64_t padBegin, int
   return Span{end - begin, std::max<int64_t>(begin, 0), std::min(end, in)};
 }
 
+// An avg_pool2d window: the input rows and columns it covers, and its divisor.
+struct AvgWindow {
+  Span h, w;
+  double divisor;
+};
+AvgWindow avgWindow(const PoolPlan& p, bool includePad, int64_t oh, int64_t ow) {
+  Span sh = windowSpan(oh, p.strides[0], p.kernel[0], p.pads[0], p.pads[2], p.x.h);
+  Span sw = windowSpan(ow, p.strides[1], p.kernel[1], p.pads[1], p.pads[3], p.x.w);
+  // Both divisors are >= 1: pads are smaller than the kernel and ceil
+  // windows start inside the left-padded input, so every window has a real element.
+  int64_t divisor = includePad ? sh.paddedExtent * sw.paddedExtent
+                               : (sh.realEnd - sh.realBegin) * (sw.realEnd - sw.realBegin);
+  return AvgWindow{sh, sw, static_cast<double>(divisor)};
+}
+
 Expected<std::vector<Tensor>> avgPoolReference(const OpCall& c, std::span<const Tensor* const> in,
                                                std::span<const TensorType> out) {
   KF_ASSIGN_OR_RETURN(PoolPlan p, planPool(c, false));
   bool includePad = c.getBool("count_include_pad");
   const Tensor& x = *in[0];
   return poolEach(p, out[0], [&](int64_t n, int64_t ch, int64_t oh, int64_t ow) {
-    Span sh = windowSpan(oh, p.strides[0], p.kernel[0], p.pads[0], p.pads[2], p.x.h);
-    Span sw = windowSpan(ow, p.strides[1], p.kernel[1], p.pads[1], p.pads[3], p.x.w);
+    AvgWindow win = avgWindow(p, includePad, oh, ow);
     double sum = 0;
-    for (int64_t ih = sh.realBegin; ih < sh.realEnd; ++ih)
-      for (int64_t iw = sw.realBegin; iw < sw.realEnd; ++iw) sum += x.at(p.x.offset(n, ch, ih, iw));
-    // Both divisors are >= 1: pads are smaller than the kernel and ceil
-    // windows start inside the left-padded input, so every window has a real element.
-    int64_t divisor = includePad ? sh.paddedExtent * sw.paddedExtent
-                                 : (sh.realEnd - sh.realBegin) * (sw.realEnd - sw.realBegin);
-    return sum / static_cast<double>(divisor);
+    for (int64_t ih = win.h.realBegin; ih < win.h.realEnd; ++ih)
+      for (int64_t iw = win.w.realBegin; iw < win.w.realEnd; ++iw) sum += x.at(p.x.offset(n, ch, ih, iw));
+    return sum / win.divisor;
   });
+}
+
+// ---------------------------------------------------------------- gradients
+
+// max_pool2d_grad(dy, x): x pooled as the forward did; dy has the result's type.
+Expected<PoolPlan> planMaxPoolGrad(const OpCall& c) {
+  KF_ASSIGN_OR_RETURN(Image x, imageOf(c, 1));
+  KF_ASSIGN_OR_RETURN(PoolPlan p, planPoolOf(c, x, true));
+  const TensorType& xt = c.inputs[1];
+  KF_RETURN_IF_ERROR(ops::requireType(c, 0, "dy", TensorType(xt.dtype, p.y.shape(), xt.layout)));
+  return p;
+}
+
+// Each dy goes to the element its window picked (maxTap); elements picked
+// by several windows sum their shares. A window of padding only (possible
+// only when dilated) read no element, so its dy goes nowhere.
+Expected<std::vector<Tensor>> maxPoolGradReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                   std::span<const TensorType> out) {
+  KF_ASSIGN_OR_RETURN(PoolPlan p, planMaxPoolGrad(c));
+  std::vector<double> acc(static_cast<size_t>(out[0].numElements()), 0.0);
+  forEachWindow(p, [&](int64_t n, int64_t ch, int64_t oh, int64_t ow) {
+    int64_t at = maxTap(p, *in[1], n, ch, oh, ow);
+    if (at >= 0) acc[static_cast<size_t>(at)] += in[0]->at(p.y.offset(n, ch, oh, ow));
+  });
+  return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
+}
+
+// avg_pool2d_grad(dy): x has shape input_shape and dy's layout tag.
+Expected<PoolPlan> planAvgPoolGrad(const OpCall& c) {
+  KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
+  KF_RETURN_IF_ERROR(ops::imageOfType(c.inputs[0], "operand 0 (dy)").status());
+  KF_ASSIGN_OR_RETURN(Shape xs, ops::shapeAttr(c, "input_shape", 4));
+  TensorType xt(c.inputs[0].dtype, xs, c.inputs[0].layout);
+  KF_ASSIGN_OR_RETURN(Image x, pooledImage(xt, "attribute input_shape"));
+  KF_ASSIGN_OR_RETURN(PoolPlan p, planPoolOf(c, x, false));
+  KF_RETURN_IF_ERROR(ops::requireType(c, 0, "dy", TensorType(xt.dtype, p.y.shape(), xt.layout)));
+  return p;
+}
+
+// Each dy is spread over its window's input elements, divided by the
+// forward's divisor (so padding, when counted, absorbs its share).
+Expected<std::vector<Tensor>> avgPoolGradReference(const OpCall& c, std::span<const Tensor* const> in,
+                                                   std::span<const TensorType> out) {
+  KF_ASSIGN_OR_RETURN(PoolPlan p, planAvgPoolGrad(c));
+  bool includePad = c.getBool("count_include_pad");
+  std::vector<double> acc(static_cast<size_t>(out[0].numElements()), 0.0);
+  forEachWindow(p, [&](int64_t n, int64_t ch, int64_t oh, int64_t ow) {
+    AvgWindow win = avgWindow(p, includePad, oh, ow);
+    double share = in[0]->at(p.y.offset(n, ch, oh, ow)) / win.divisor;
+    for (int64_t ih = win.h.realBegin; ih < win.h.realEnd; ++ih)
+      for (int64_t iw = win.w.realBegin; iw < win.w.realEnd; ++iw)
+        acc[static_cast<size_t>(p.x.offset(n, ch, ih, iw))] += share;
+  });
+  return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
 }
 
 std::vector<AttrSpec> windowAttrs(bool dilated, std::string_view extraBool) {
@@ -161,6 +258,45 @@ OpDef poolOp(std::string name, std::string summary) {
   return d;
 }
 
+// The rules hand dy to the gradient-only ops with the forward's attributes;
+// avg_pool2d_grad needs only x's shape, max_pool2d_grad x itself (to find
+// each window's maximum again rather than saving indices).
+std::vector<Value*> maxPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  return {b.op("max_pool2d_grad", {dys[0], n.operand(0)}, n.attrs())};
+}
+
+std::vector<Value*> avgPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  AttrMap attrs = n.attrs();
+  attrs["input_shape"] = Attribute(n.operand(0)->type().shape);
+  return {b.op("avg_pool2d_grad", {dys[0]}, std::move(attrs))};
+}
+
+void registerWindowPoolGrads(OpRegistry& r) {
+  OpDef mg = poolOp("max_pool2d_grad",
+                    "max_pool2d backward from (dy, x): each dy goes to the first maximal input element of its window "
+                    "(PyTorch's index), never to padding");
+  mg.minInputs = mg.maxInputs = 2;
+  mg.attrs = windowAttrs(true, "");
+  mg.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(planMaxPoolGrad(c).status());
+    return one(c.inputs[1]);
+  };
+  mg.reference = maxPoolGradReference;
+  r.add(std::move(mg));
+
+  OpDef ag = poolOp("avg_pool2d_grad",
+                    "avg_pool2d backward from dy: dy / the forward's divisor to each input element of its window; "
+                    "input_shape: x's shape (x has dy's layout tag)");
+  ag.attrs = windowAttrs(false, "count_include_pad");
+  ag.attrs.push_back({"input_shape", AttrKind::Ints, std::nullopt});
+  ag.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
+    KF_RETURN_IF_ERROR(planAvgPoolGrad(c).status());
+    return one(TensorType(c.inputs[0].dtype, c.getInts("input_shape"), c.inputs[0].layout));
+  };
+  ag.reference = avgPoolGradReference;
+  r.add(std::move(ag));
+}
+
 void registerWindowPools(OpRegistry& r) {
   OpDef mp = poolOp("max_pool2d",
                     "max over kH x kW windows of an NCHW/NHWC image; strides [] = kernel, pads (top, left, bottom, "
@@ -168,6 +304,7 @@ void registerWindowPools(OpRegistry& r) {
   mp.attrs = windowAttrs(true, "");
   mp.infer = poolInfer(true);
   mp.reference = maxPoolReference;
+  mp.grad = maxPoolGrad;
   r.add(std::move(mp));
 
   OpDef ap = poolOp("avg_pool2d",
@@ -175,6 +312,7 @@ void registerWindowPools(OpRegistry& r) {
   ap.attrs = windowAttrs(false, "count_include_pad");
   ap.infer = poolInfer(false);
   ap.reference = avgPoolReference;
+  ap.grad = avgPoolGrad;
   r.add(std::move(ap));
 }
 
@@ -195,6 +333,16 @@ Expected<std::vector<Tensor>> globalAvgPoolReference(const OpCall& c, std::span<
   return std::vector<Tensor>{std::move(result)};
 }
 
+// dx = dy / (H * W), spread over H and W. expand yields a plain value, so
+// the result gets x's layout tag back.
+std::vector<Value*> globalAvgPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
+  const TensorType& x = n.operand(0)->type();
+  bool nhwc = x.layout == Layout::NHWC;
+  double area = static_cast<double>(nhwc ? x.shape[1] * x.shape[2] : x.shape[2] * x.shape[3]);
+  Value* spread = b.expandTo(dys[0], x.shape);
+  return {ops::withLayout(b, b.op("div", {spread, b.scalarLike(area, spread)}), x.layout)};
+}
+
 void registerGlobalAvgPool(OpRegistry& r) {
   OpDef d = poolOp("global_avg_pool2d", "mean over H and W of an NCHW/NHWC image, keeping them as extent-1 axes");
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
@@ -203,6 +351,7 @@ void registerGlobalAvgPool(OpRegistry& r) {
     return one(TensorType(c.inputs[0].dtype, y.shape(), c.inputs[0].layout));
   };
   d.reference = globalAvgPoolReference;
+  d.grad = globalAvgPoolGrad;
   r.add(std::move(d));
 }
 
@@ -210,6 +359,7 @@ void registerGlobalAvgPool(OpRegistry& r) {
 
 void registerPoolOps(OpRegistry& r) {
   registerWindowPools(r);
+  registerWindowPoolGrads(r);
   registerGlobalAvgPool(r);
 }
 

@@ -131,7 +131,7 @@ std::vector<int64_t> nodeAxes(const Node& n) {
 Value* spreadBack(GradBuilder& b, const Node& n, Value* reduced) {
   const TensorType& x = n.operand(0)->type();
   Shape kept = reducedType(x, nodeAxes(n), true, x.dtype).shape;
-  return b.expandTo(b.reshape(reduced, kept), x.shape);
+  return b.withLayout(b.expandTo(b.reshape(reduced, kept), x.shape), x.layout);
 }
 
 std::vector<Value*> sumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {

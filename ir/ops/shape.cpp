@@ -88,7 +88,13 @@ Results inferReshape(const OpCall& c) {
   if (numElements(shape) != n)
     return Error(str("cannot reshape ", formatType(x), " (", n, " elements) to ", formatDims(shape), " (",
                      numElements(shape), " elements)"));
-  return one(TensorType(x.dtype, shape));
+  // The result's layout tag is a label on the same memory order, so setting
+  // it moves no data (gradients use this to give a value its operand's tag).
+  auto layout = parseLayout(c.getString("layout"));
+  if (!layout) return Error(str("attribute layout = \"", c.getString("layout"), "\" is not a layout"));
+  if (!layoutFitsRank(*layout, shape.size()))
+    return Error(str("attribute layout = \"", c.getString("layout"), "\" needs a rank-4 result, got ", formatDims(shape)));
+  return one(TensorType(x.dtype, shape, *layout));
 }
 
 Results inferSqueeze(const OpCall& c) {
@@ -148,8 +154,10 @@ std::vector<Value*> reshapeBack(GradBuilder& b, const Node& n, std::span<Value* 
 }
 
 void registerReshapes(OpRegistry& r) {
-  r.add(shapeOp("reshape", "same elements in row-major order, new shape (one -1 is inferred; 0 is a zero size)",
-                {{"shape", AttrKind::Ints, std::nullopt}}, inferReshape, sameBytes))
+  r.add(shapeOp("reshape",
+                "same elements in row-major order, new shape (one -1 is inferred; 0 is a zero size) and layout tag",
+                {{"shape", AttrKind::Ints, std::nullopt}, {"layout", AttrKind::String, Attribute("plain")}},
+                inferReshape, sameBytes))
       .grad = reshapeBack;
   r.add(shapeOp("squeeze", "removes the listed size-1 axes (default: every size-1 axis)",
                 {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferSqueeze, sameBytes))

@@ -2,24 +2,20 @@
 
 namespace kfuse::ops {
 
-Expected<Image> imageOf(const OpCall& c, size_t i) {
-  KF_RETURN_IF_ERROR(requireRank(c, i, 4));
-  const TensorType& t = c.inputs[i];
+Expected<Image> imageOfType(const TensorType& t, std::string_view what) {
+  if (t.rank() != 4) return Error(str(what, " must have rank 4, got ", formatType(t)));
   const Shape& s = t.shape;
   if (t.layout == Layout::Plain || t.layout == Layout::NCHW) return Image{s[0], s[1], s[2], s[3], false};
   if (t.layout == Layout::NHWC) return Image{s[0], s[3], s[1], s[2], true};
-  return Error(
-      str("operand ", i, " has layout ", layoutName(t.layout), ", expected nchw or nhwc, got ", formatType(t)));
+  return Error(str(what, " has layout ", layoutName(t.layout), ", expected nchw or nhwc, got ", formatType(t)));
 }
 
-Expected<Filter> filterOf(const OpCall& c, size_t i) {
-  KF_RETURN_IF_ERROR(requireRank(c, i, 4));
-  const TensorType& t = c.inputs[i];
+Expected<Filter> filterOfType(const TensorType& t, std::string_view what) {
+  if (t.rank() != 4) return Error(str(what, " must have rank 4, got ", formatType(t)));
   const Shape& s = t.shape;
   if (t.layout == Layout::Plain || t.layout == Layout::OIHW) return Filter{s[0], s[1], s[2], s[3], false};
   if (t.layout == Layout::OHWI) return Filter{s[0], s[3], s[1], s[2], true};
-  return Error(
-      str("operand ", i, " has layout ", layoutName(t.layout), ", expected oihw or ohwi, got ", formatType(t)));
+  return Error(str(what, " has layout ", layoutName(t.layout), ", expected oihw or ohwi, got ", formatType(t)));
 }
 
 Expected<std::vector<int64_t>> intsAttr(const OpCall& c, std::string_view name, size_t count, int64_t min) {

@@ -18,8 +18,11 @@ struct Image {
   }
 };
 
-// Operand i as an image; plain rank-4 data is NCHW, as in ONNX and PyTorch.
-Expected<Image> imageOf(const OpCall& c, size_t i);
+// A value of type t as an image; plain rank-4 data is NCHW, as in ONNX and
+// PyTorch. Types rather than operands, because the gradient ops know some
+// images only by a shape attribute; `what` names the value in messages
+// ("operand 0", "attribute input_shape").
+Expected<Image> imageOfType(const TensorType& t, std::string_view what);
 
 // An OIHW or OHWI filter [O, I, kH, kW] (logical order).
 struct Filter {
@@ -31,8 +34,9 @@ struct Filter {
   }
 };
 
-// Operand i as a filter; plain rank-4 data is OIHW.
-Expected<Filter> filterOf(const OpCall& c, size_t i);
+// A value of type t as a filter; plain rank-4 data is OIHW. `what` as for
+// imageOfType.
+Expected<Filter> filterOfType(const TensorType& t, std::string_view what);
 
 // An int-list attribute of exactly `count` values, each >= `min`.
 Expected<std::vector<int64_t>> intsAttr(const OpCall& c, std::string_view name, size_t count, int64_t min);

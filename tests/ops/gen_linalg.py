@@ -160,4 +160,76 @@ conv_case("conv2d_f64_nhwc_depthwise", (1, 4, 6, 7), (4, 1, 3, 3), pads=[1, 1, 1
           dtype=np.float64, nhwc=True, ohwi=True)
 conv_case("conv2d_f16", (1, 3, 5, 5), (2, 3, 3, 3), pads=[1, 1, 1, 1], dtype=np.float16)
 
+# ---------------------------------------------------------------- conv2d gradients
+# conv2d_grad_input(dy, w) and conv2d_grad_weight(dy, x): expected values are
+# torch.autograd's x.grad and w.grad of the forward conv in float64.
+
+
+def conv_grad_case(name, x_shape, w_shape, strides=None, pads=None, dilations=None, groups=None,
+                   dtype=np.float32, nhwc=False, ohwi=False, tags=False):
+    """One conv2d_grad_input and one conv2d_grad_weight case (suffixes _input,
+    _weight) for a forward conv of x_shape (NCHW) with w_shape (OIHW);
+    layouts as in conv_case."""
+    x = r.standard_normal(x_shape).astype(dtype)
+    w = r.standard_normal(w_shape).astype(dtype)
+    xt = t64(x).requires_grad_()
+    wt = t64(w).requires_grad_()
+    top, left, bottom, right = pads or [0, 0, 0, 0]
+    y = F.conv2d(F.pad(xt, (left, right, top, bottom)), wt, stride=tuple(strides or [1, 1]),
+                 dilation=tuple(dilations or [1, 1]), groups=groups or 1)
+    dy = r.standard_normal(tuple(y.shape)).astype(dtype)
+    y.backward(t64(dy))
+    dx, dw = xt.grad.numpy().astype(dtype), wt.grad.numpy().astype(dtype)
+    attrs = {}
+    for k, v in (("strides", strides), ("pads", pads), ("dilations", dilations), ("groups", groups)):
+        if v is not None:
+            attrs[k] = v
+    layouts = {}
+    if nhwc or tags:
+        layouts["dy"] = layouts["x"] = layouts["out0_input"] = "nhwc" if nhwc else "nchw"
+    if nhwc:
+        x, dy, dx = (a.transpose(0, 2, 3, 1).copy() for a in (x, dy, dx))
+    w_layout = "ohwi" if ohwi else ("oihw" if tags else None)
+    if ohwi:
+        w, dw = (a.transpose(0, 2, 3, 1).copy() for a in (w, dw))
+    if w_layout:
+        layouts["w"] = w_layout
+    atol, rtol = tol(dtype)
+    in_layouts = {k: v for k, v in layouts.items() if k in ("dy", "w")}
+    if "out0_input" in layouts:
+        in_layouts["out0"] = layouts["out0_input"]
+    f.op(name + "_input", "conv2d_grad_input", {"dy": dy, "w": w}, dx,
+         attrs=dict(attrs, input_shape=list(x.shape)), layouts=in_layouts, atol=atol, rtol=rtol)
+    w_layouts = {k: v for k, v in layouts.items() if k in ("dy", "x")}
+    if w_layout:
+        w_layouts["out0"] = w_layout
+    f.op(name + "_weight", "conv2d_grad_weight", {"dy": dy, "x": x}, dw,
+         attrs=dict(attrs, weight_shape=list(w.shape), weight_layout=w_layout or "plain"), layouts=w_layouts,
+         atol=atol, rtol=rtol)
+
+
+conv_grad_case("conv2d_grad", (2, 3, 6, 5), (4, 3, 3, 3))
+conv_grad_case("conv2d_grad_stride2_pad1", (1, 3, 7, 8), (4, 3, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+# Stride 3 over 8 with a 3-wide kernel: the last two rows and columns are
+# never read and get zero gradient.
+conv_grad_case("conv2d_grad_stride_skips_tail", (1, 2, 8, 8), (2, 2, 3, 3), strides=[3, 3])
+conv_grad_case("conv2d_grad_asymmetric_pads", (2, 3, 6, 5), (4, 3, 3, 3), pads=[1, 0, 2, 1])
+conv_grad_case("conv2d_grad_pads_wider_than_kernel", (1, 2, 3, 3), (2, 2, 2, 2), pads=[3, 2, 0, 3])
+conv_grad_case("conv2d_grad_dilation2", (1, 3, 9, 9), (4, 3, 3, 3), dilations=[2, 2], pads=[2, 2, 2, 2])
+conv_grad_case("conv2d_grad_dilation_stride", (1, 2, 8, 9), (3, 2, 3, 3), dilations=[1, 3], strides=[2, 1])
+conv_grad_case("conv2d_grad_groups2", (2, 4, 6, 6), (6, 2, 3, 3), groups=2, pads=[1, 1, 1, 1])
+conv_grad_case("conv2d_grad_depthwise", (1, 4, 7, 7), (4, 1, 3, 3), groups=4, pads=[1, 1, 1, 1])
+conv_grad_case("conv2d_grad_depthwise_multiplier2", (1, 3, 6, 6), (6, 1, 3, 3), groups=3, strides=[2, 2])
+conv_grad_case("conv2d_grad_1x1", (2, 5, 4, 3), (7, 5, 1, 1))
+conv_grad_case("conv2d_grad_tagged_nchw_oihw", (1, 3, 5, 5), (2, 3, 3, 3), pads=[1, 1, 1, 1], tags=True)
+conv_grad_case("conv2d_grad_nhwc_ohwi", (2, 4, 7, 6), (6, 2, 3, 3), strides=[2, 1], pads=[1, 0, 1, 2], groups=2,
+               nhwc=True, ohwi=True)
+conv_grad_case("conv2d_grad_nhwc_oihw", (1, 3, 6, 6), (4, 3, 3, 3), pads=[1, 1, 1, 1], nhwc=True)
+conv_grad_case("conv2d_grad_nchw_ohwi", (1, 3, 6, 6), (4, 3, 2, 3), dilations=[2, 1], ohwi=True)
+conv_grad_case("conv2d_grad_f64", (2, 4, 9, 8), (6, 2, 3, 3), strides=[2, 2], pads=[0, 1, 2, 1], dilations=[2, 2],
+               groups=2, dtype=np.float64)
+conv_grad_case("conv2d_grad_f64_nhwc_depthwise", (1, 4, 6, 7), (4, 1, 3, 3), pads=[1, 1, 1, 1], groups=4,
+               dtype=np.float64, nhwc=True, ohwi=True)
+conv_grad_case("conv2d_grad_f16", (1, 3, 5, 5), (2, 3, 3, 3), pads=[1, 1, 1, 1], dtype=np.float16)
+
 print("wrote %d linalg cases" % len(f.names))

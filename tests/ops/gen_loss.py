@@ -75,3 +75,35 @@ mse_case("mse_loss_equal_inputs", a3, a3.copy())
 mse_case("mse_loss_rank0", np.array(1.5, np.float32), np.array(-0.5, np.float32), reduction="sum")
 mse_case("mse_loss_f64", a3.astype(np.float64), b3.astype(np.float64))
 mse_case("mse_loss_f64_sum", a3.astype(np.float64), b3.astype(np.float64), reduction="sum")
+
+
+# -------------------------------------------------------- cross_entropy_grad
+# cross_entropy_grad(dloss, logits, labels): torch.autograd's logits.grad of
+# F.cross_entropy in float64, for an upstream gradient dloss.
+def ce_grad_case(name, logits, labels, dloss=1.0, reduction=None, ignore_index=None):
+    attrs = {}
+    if reduction is not None:
+        attrs["reduction"] = reduction
+    if ignore_index is not None:
+        attrs["ignore_index"] = ignore_index
+    lt = f64(logits).requires_grad_()
+    loss = F.cross_entropy(lt, torch.from_numpy(labels), reduction=reduction or "mean",
+                           ignore_index=-100 if ignore_index is None else ignore_index)
+    loss.backward(torch.tensor(dloss, dtype=torch.float64))
+    tol = 1e-12 if logits.dtype == np.float64 else 1e-6
+    f.op(name, "cross_entropy_grad", {"dloss": np.asarray(dloss, logits.dtype), "logits": logits, "labels": labels},
+         lt.grad.numpy().astype(logits.dtype), attrs=attrs or None, atol=tol, rtol=tol)
+
+
+ce_grad_case("cross_entropy_grad", logits, labels)
+ce_grad_case("cross_entropy_grad_scaled", logits, labels, dloss=-0.75)
+ce_grad_case("cross_entropy_grad_sum", logits, labels, dloss=2.5, reduction="sum")
+ce_grad_case("cross_entropy_grad_ignored", logits, some_ignored, dloss=1.5)
+ce_grad_case("cross_entropy_grad_ignored_sum", logits, some_ignored, reduction="sum")
+ce_grad_case("cross_entropy_grad_ignore_index_in_range", logits, labels, ignore_index=int(labels[0]))
+# Every sample ignored: torch's gradient is 0 (the forward's mean is 0 / 0).
+ce_grad_case("cross_entropy_grad_all_ignored_mean", logits, all_ignored)
+ce_grad_case("cross_entropy_grad_large_logits", (logits * 500).astype(np.float32), labels)
+ce_grad_case("cross_entropy_grad_single_class", np.array([[3.0], [-2.0]], np.float32), np.array([0, 0], np.int64))
+ce_grad_case("cross_entropy_grad_f64", logits.astype(np.float64) * 1.5, labels, dloss=0.3)
+ce_grad_case("cross_entropy_grad_f64_sum_ignored", logits.astype(np.float64), some_ignored, reduction="sum")

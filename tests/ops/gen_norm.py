@@ -218,3 +218,68 @@ dropout_case("dropout_f64", xd.astype(np.float64), seed=11, step=2, ratio=0.1)
 # Masks must differ between steps and seeds, or the cases above prove little.
 masks = [dropout_expected(np.ones(512, np.float32), s, t, 0.3) != 0 for s in (0, big_seed) for t in (0, 7)]
 assert all((a != b).any() for i, a in enumerate(masks) for b in masks[i + 1:])
+
+
+# ----------------------------------------------------- batch_norm_train_grad
+# batch_norm_train_grad(dy, x, scale, batch_mean, batch_var) -> (dx, dscale,
+# dbias): torch.autograd's gradients of training-mode batch norm in float64.
+def bn_train_grad_case(name, shape, eps=None, dtype=np.float32, channel_axis=1, layout=None):
+    c = shape[channel_axis]
+    x = (r.standard_normal(shape) * 2 + 0.5).astype(dtype)
+    scale = (r.standard_normal(c) + 1).astype(dtype)
+    bias = r.standard_normal(c).astype(dtype)
+    dy = r.standard_normal(shape).astype(dtype)
+    xt, wt, bt = (f64(a).requires_grad_() for a in (x, scale, bias))
+    _, mean, var = bn_train_expected(x, scale, bias, eps if eps is not None else 1e-5, channel_axis)
+    t = xt.movedim(channel_axis, 1) if channel_axis != 1 else xt
+    y = F.batch_norm(t, None, None, wt, bt, training=True, eps=eps if eps is not None else 1e-5)
+    y.backward(f64(dy).movedim(channel_axis, 1) if channel_axis != 1 else f64(dy))
+    outs = [cast(xt.grad, x), cast(wt.grad, x), cast(bt.grad, x)]
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    layouts = {"dy": layout, "x": layout, "out0": layout} if layout else None
+    f.op(name, "batch_norm_train_grad", {"dy": dy, "x": x, "scale": scale, "batch_mean": mean, "batch_var": var},
+         outs, attrs={"epsilon": eps} if eps is not None else None, atol=tol, rtol=tol, layouts=layouts)
+
+
+bn_train_grad_case("batch_norm_train_grad", (4, 3, 5, 5))
+bn_train_grad_case("batch_norm_train_grad_eps", (4, 3, 3, 3), eps=0.5)
+bn_train_grad_case("batch_norm_train_grad_rank2", (8, 5))
+bn_train_grad_case("batch_norm_train_grad_rank3", (3, 4, 5))
+bn_train_grad_case("batch_norm_train_grad_nhwc", (2, 3, 3, 4), channel_axis=3, layout="nhwc")
+bn_train_grad_case("batch_norm_train_grad_f64", (3, 2, 4, 3), eps=1e-3, dtype=np.float64)
+
+
+# ----------------------------------------------------------- layer_norm_grad
+# layer_norm_grad(dy, x[, scale]) -> dx[, dscale, dbias]: torch.autograd's
+# gradients of F.layer_norm in float64 (with a scale, torch is given a bias
+# too, whose gradient is dbias).
+def ln_grad_case(name, x, axis, with_scale, eps=None):
+    normalized = x.shape[axis:] if axis is not None else x.shape[-1:]
+    ins = {"dy": r.standard_normal(x.shape).astype(x.dtype), "x": x}
+    xt = f64(x).requires_grad_()
+    wt = bt = None
+    if with_scale:
+        ins["scale"] = (r.standard_normal(normalized) + 1).astype(x.dtype)
+        wt = f64(ins["scale"]).requires_grad_()
+        bt = f64(r.standard_normal(normalized)).requires_grad_()
+    y = F.layer_norm(xt, tuple(normalized), wt, bt, eps=eps if eps is not None else 1e-5)
+    y.backward(f64(ins["dy"]))
+    outs = [cast(xt.grad, x)] + ([cast(wt.grad, x), cast(bt.grad, x)] if with_scale else [])
+    attrs = {}
+    if axis is not None:
+        attrs["axis"] = axis
+    if eps is not None:
+        attrs["epsilon"] = eps
+    tol = 1e-12 if x.dtype == np.float64 else 1e-5
+    f.op(name, "layer_norm_grad", ins, outs, attrs=attrs or None, atol=tol, rtol=tol)
+
+
+ln_grad_case("layer_norm_grad", x3, None, True)
+ln_grad_case("layer_norm_grad_no_scale", x3, None, False)
+ln_grad_case("layer_norm_grad_last2", x3, -2, True)
+ln_grad_case("layer_norm_grad_last2_no_scale", x3, 1, False, eps=1e-3)
+ln_grad_case("layer_norm_grad_all_axes", x3, 0, True)
+ln_grad_case("layer_norm_grad_eps", x3, None, True, eps=0.25)
+ln_grad_case("layer_norm_grad_rank1", x3[0, 0].copy(), None, True)
+ln_grad_case("layer_norm_grad_constant_rows", np.full((3, 4), 2.5, np.float32), None, True)  # variance 0
+ln_grad_case("layer_norm_grad_f64", x3.astype(np.float64), -2, True)

@@ -54,22 +54,31 @@ def symmetric(pads):
 
 
 def torch_max_pool(x, kernel, strides, pads, dilations, ceil_mode):
+    return max_pool_t(t64(x), kernel, strides, pads, dilations, ceil_mode).numpy()
+
+
+def max_pool_t(xt, kernel, strides, pads, dilations, ceil_mode):
+    """torch_max_pool on a float64 tensor, returning a tensor (differentiable)."""
     pad = symmetric(pads)
-    xt = t64(x)
     if pad is None:
         # Asymmetric pads: pad with -inf first (padding never wins). Only
         # valid without ceil_mode, whose rule looks at torch's own padding.
         assert not ceil_mode
         top, left, bottom, right = pads
         xt, pad = F.pad(xt, (left, right, top, bottom), value=-np.inf), (0, 0)
-    return F.max_pool2d(xt, tuple(kernel), tuple(strides), pad, tuple(dilations), ceil_mode=ceil_mode).numpy()
+    return F.max_pool2d(xt, tuple(kernel), tuple(strides), pad, tuple(dilations), ceil_mode=ceil_mode)
 
 
 def torch_avg_pool(x, kernel, strides, pads, ceil_mode, count_include_pad):
+    return avg_pool_t(t64(x), kernel, strides, pads, ceil_mode, count_include_pad).numpy()
+
+
+def avg_pool_t(xt, kernel, strides, pads, ceil_mode, count_include_pad):
+    """torch_avg_pool on a float64 tensor, returning a tensor (differentiable)."""
     pad = symmetric(pads)
     if pad is not None and 2 * pad[0] <= kernel[0] and 2 * pad[1] <= kernel[1]:
-        return F.avg_pool2d(t64(x), tuple(kernel), tuple(strides), pad, ceil_mode=ceil_mode,
-                            count_include_pad=count_include_pad).numpy()
+        return F.avg_pool2d(xt, tuple(kernel), tuple(strides), pad, ceil_mode=ceil_mode,
+                            count_include_pad=count_include_pad)
     # Asymmetric or wide pads (torch allows at most half the kernel): pad
     # with zeros first. Without ceil_mode no window passes the padded input,
     # so the sum is k*k times torch's unpadded average and the real-element
@@ -78,11 +87,11 @@ def torch_avg_pool(x, kernel, strides, pads, ceil_mode, count_include_pad):
     top, left, bottom, right = pads
     padding = (left, right, top, bottom)
     area = kernel[0] * kernel[1]
-    sums = F.avg_pool2d(F.pad(t64(x), padding), tuple(kernel), tuple(strides)) * area
+    sums = F.avg_pool2d(F.pad(xt, padding), tuple(kernel), tuple(strides)) * area
     if count_include_pad:
-        return (sums / area).numpy()
-    counts = F.avg_pool2d(F.pad(torch.ones_like(t64(x)), padding), tuple(kernel), tuple(strides)) * area
-    return (sums / counts).numpy()
+        return sums / area
+    counts = F.avg_pool2d(F.pad(torch.ones_like(xt), padding), tuple(kernel), tuple(strides)) * area
+    return sums / counts
 
 
 def pool_case(name, op, x_shape, kernel, strides=None, pads=None, dilations=None, ceil_mode=None,
@@ -197,5 +206,92 @@ global_case("global_avg_pool2d_nhwc", (2, 3, 5, 4), nhwc=True)
 global_case("global_avg_pool2d_1x1", (2, 4, 1, 1))
 global_case("global_avg_pool2d_f64", (1, 5, 7, 3), dtype=np.float64)
 global_case("global_avg_pool2d_f16", (1, 2, 3, 3), dtype=np.float16)
+
+# ---------------------------------------------------------------- gradients
+# max_pool2d_grad(dy, x) and avg_pool2d_grad(dy): expected values are
+# torch.autograd's x.grad of the forward pool in float64.
+
+
+def pool_grad_case(name, op, x_shape, kernel, strides=None, pads=None, dilations=None, ceil_mode=None,
+                   count_include_pad=None, dtype=np.float32, nhwc=False, x=None):
+    """x_shape is logical NCHW; nhwc stores dy, x and dx permuted and tagged."""
+    if x is None:
+        x = r.standard_normal(x_shape).astype(dtype)
+    s, p, d = strides or kernel, pads or [0, 0, 0, 0], dilations or [1, 1]
+    xt = t64(x).requires_grad_()
+    if op == "max_pool2d":
+        y = max_pool_t(xt, kernel, s, p, d, bool(ceil_mode))
+    else:
+        y = avg_pool_t(xt, kernel, s, p, bool(ceil_mode), bool(count_include_pad))
+    dy = r.standard_normal(tuple(y.shape)).astype(dtype)
+    y.backward(t64(dy))
+    dx = xt.grad.numpy().astype(dtype)
+    attrs = {"kernel": kernel}
+    for k, v in (("strides", strides), ("pads", pads), ("dilations", dilations), ("ceil_mode", ceil_mode),
+                 ("count_include_pad", count_include_pad)):
+        if v is not None:
+            attrs[k] = v
+    layouts = {}
+    if nhwc:
+        x, dy, dx = (a.transpose(0, 2, 3, 1).copy() for a in (x, dy, dx))
+        layouts = {"dy": "nhwc", "x": "nhwc", "out0": "nhwc"}
+    if op == "max_pool2d":
+        inputs = {"dy": dy, "x": x}
+    else:
+        inputs = {"dy": dy}
+        attrs["input_shape"] = list(x.shape)
+    atol, rtol = tol(dtype)
+    f.op(name, op + "_grad", inputs, dx, attrs=attrs, layouts=layouts, atol=atol, rtol=rtol)
+
+
+neg = (r.standard_normal((1, 2, 5, 5)) - 5).astype(np.float32)
+pool_grad_case("max_pool2d_grad_k2", "max_pool2d", (2, 3, 6, 6), [2, 2])
+pool_grad_case("max_pool2d_grad_k3_s1_pad1", "max_pool2d", None, [3, 3], strides=[1, 1], pads=[1, 1, 1, 1], x=neg)
+pool_grad_case("max_pool2d_grad_k3_s2_pad1", "max_pool2d", None, [3, 3], strides=[2, 2], pads=[1, 1, 1, 1], x=neg)
+pool_grad_case("max_pool2d_grad_asymmetric_pads", "max_pool2d", None, [3, 2], strides=[2, 1], pads=[2, 0, 1, 1],
+               x=neg)
+pool_grad_case("max_pool2d_grad_ceil_adds_window", "max_pool2d", (1, 2, 5, 5), [2, 2], ceil_mode=True)
+pool_grad_case("max_pool2d_grad_ceil_pad_stride2", "max_pool2d", (1, 2, 6, 7), [3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1], ceil_mode=True)
+pool_grad_case("max_pool2d_grad_dilation_pad_ceil", "max_pool2d", None, [3, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+               dilations=[2, 2], ceil_mode=True, x=neg)
+# Many ties (values in {0, 1, 2}) and overlapping windows: each dy goes to
+# the first maximal element of its window, the one torch's indices pick.
+ties = r.integers(0, 3, (1, 2, 5, 6)).astype(np.float32)
+pool_grad_case("max_pool2d_grad_ties", "max_pool2d", None, [3, 3], strides=[1, 1], pads=[1, 1, 1, 1], x=ties)
+pool_grad_case("max_pool2d_grad_ties_stride2", "max_pool2d", None, [2, 3], strides=[2, 2], x=ties)
+nan = r.standard_normal((1, 1, 4, 4)).astype(np.float32)
+nan[0, 0, 1, 0] = np.nan
+nan[0, 0, 1, 1] = np.nan
+pool_grad_case("max_pool2d_grad_nan", "max_pool2d", None, [2, 2], strides=[1, 1], x=nan)
+pool_grad_case("max_pool2d_grad_nhwc", "max_pool2d", (2, 3, 6, 5), [3, 3], strides=[2, 1], pads=[1, 1, 1, 1],
+               nhwc=True)
+pool_grad_case("max_pool2d_grad_nhwc_ceil_dilation", "max_pool2d", (1, 3, 7, 6), [2, 2], strides=[2, 2],
+               dilations=[2, 1], ceil_mode=True, nhwc=True)
+pool_grad_case("max_pool2d_grad_f64", "max_pool2d", (2, 2, 7, 6), [3, 2], strides=[2, 1], pads=[1, 1, 1, 1],
+               ceil_mode=True, dtype=np.float64)
+pool_grad_case("max_pool2d_grad_f16", "max_pool2d", (1, 2, 4, 4), [2, 2], dtype=np.float16)
+
+pool_grad_case("avg_pool2d_grad_k2", "avg_pool2d", (2, 3, 6, 6), [2, 2])
+pool_grad_case("avg_pool2d_grad_k3_s1", "avg_pool2d", (1, 2, 6, 7), [3, 3], strides=[1, 1])
+for incl in (False, True):
+    sfx = "_include_pad" if incl else "_exclude_pad"
+    pool_grad_case("avg_pool2d_grad_k3_s2_pad1" + sfx, "avg_pool2d", (1, 2, 7, 6), [3, 3], strides=[2, 2],
+                   pads=[1, 1, 1, 1], count_include_pad=incl)
+    pool_grad_case("avg_pool2d_grad_ceil_adds_window" + sfx, "avg_pool2d", (1, 2, 6, 6), [3, 3], strides=[2, 2],
+                   pads=[1, 1, 1, 1], ceil_mode=True, count_include_pad=incl)
+    pool_grad_case("avg_pool2d_grad_ceil_no_pad" + sfx, "avg_pool2d", (1, 2, 5, 7), [2, 3], ceil_mode=True,
+                   count_include_pad=incl)
+    pool_grad_case("avg_pool2d_grad_asymmetric_pads" + sfx, "avg_pool2d", (1, 2, 5, 6), [3, 2], strides=[1, 2],
+                   pads=[2, 0, 1, 1], count_include_pad=incl)
+    pool_grad_case("avg_pool2d_grad_pads_kernel_minus_one" + sfx, "avg_pool2d", (1, 1, 4, 4), [3, 3],
+                   strides=[1, 1], pads=[2, 2, 2, 2], count_include_pad=incl)
+    pool_grad_case("avg_pool2d_grad_nhwc_ceil" + sfx, "avg_pool2d", (2, 3, 5, 6), [2, 2], strides=[2, 2],
+                   pads=[1, 1, 1, 1], ceil_mode=True, count_include_pad=incl, nhwc=True)
+pool_grad_case("avg_pool2d_grad_ceil_window_in_padding_dropped", "avg_pool2d", (1, 1, 3, 3), [2, 2],
+               pads=[1, 1, 1, 1], ceil_mode=True, count_include_pad=True)
+pool_grad_case("avg_pool2d_grad_f64", "avg_pool2d", (2, 2, 7, 6), [3, 2], strides=[2, 1], pads=[1, 1, 1, 1],
+               ceil_mode=True, count_include_pad=False, dtype=np.float64)
+pool_grad_case("avg_pool2d_grad_f16", "avg_pool2d", (1, 2, 4, 4), [2, 2], dtype=np.float16)
 
 print("wrote %d pool cases" % len(f.names))

@@ -289,3 +289,8 @@ def gather_grad_case(name, data_shape, idx, axis, seed):
 
 gather_grad_case("gather_grad_embedding", (5, 3), [[1, 4], [1, 0]], 0, 31)
 gather_grad_case("gather_grad_axis1", (2, 4, 3), [3, -1 + 4, 0], 1, 32)
+
+# reshape's layout attribute relabels the result without moving data.
+img = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3)
+f.op("reshape_relabel_nhwc", "reshape", {"x": img}, img, attrs={"shape": [1, 2, 2, 3], "layout": "nhwc"},
+     layouts={"out0": "nhwc"})

@@ -185,5 +185,68 @@ TEST(InferConv2d, Bias) {
   EXPECT_INFER_ERROR(infer("conv2d", {f32({1, 3, 5, 5})}), "op 'conv2d' takes 2 to 3 operands, got 1");
 }
 
+// ---------------------------------------------------------------- conv2d gradients
+
+AttrMap gradInput(Ints xShape, AttrMap more = {}) {
+  more.emplace("input_shape", Attribute(std::move(xShape)));
+  return more;
+}
+AttrMap gradWeight(Ints wShape, std::string layout = "plain", AttrMap more = {}) {
+  more.emplace("weight_shape", Attribute(std::move(wShape)));
+  more.emplace("weight_layout", Attribute(std::move(layout)));
+  return more;
+}
+
+TEST(InferConv2dGrad, ResultsHaveTheForwardOperandTypes) {
+  AttrMap s2 = {{"strides", Attribute(Ints{2, 2})}, {"pads", Attribute(Ints{1, 1, 1, 1})}};
+  // x [1,3,8,7] (8 rows: the last is never read at stride 2) with w [4,3,3,3] gives dy [1,4,4,4].
+  EXPECT_INFERS(infer("conv2d_grad_input", {f32({1, 4, 4, 4}), f32({4, 3, 3, 3})}, gradInput({1, 3, 8, 7}, s2)),
+                f32({1, 3, 8, 7}));
+  EXPECT_INFERS(
+      infer("conv2d_grad_weight", {f32({1, 4, 4, 4}), f32({1, 3, 8, 7})}, gradWeight({4, 3, 3, 3}, "plain", s2)),
+      f32({4, 3, 3, 3}));
+  // NHWC x and dy, OHWI w; the weight's tag comes from weight_layout.
+  AttrMap g2 = {{"groups", Attribute(int64_t{2})}};
+  EXPECT_INFERS(infer("conv2d_grad_input", {nhwc({1, 4, 4, 6}), ohwi({6, 3, 3, 2})}, gradInput({1, 6, 6, 4}, g2)),
+                nhwc({1, 6, 6, 4}));
+  EXPECT_INFERS(
+      infer("conv2d_grad_weight", {nhwc({1, 4, 4, 6}), nhwc({1, 6, 6, 4})}, gradWeight({6, 3, 3, 2}, "ohwi", g2)),
+      ohwi({6, 3, 3, 2}));
+  EXPECT_INFERS(infer("conv2d_grad_weight", {f32({1, 2, 3, 3}), f32({1, 3, 5, 5})}, gradWeight({2, 3, 3, 3}, "oihw")),
+                typed(DType::F32, {2, 3, 3, 3}, Layout::OIHW));
+}
+
+TEST(InferConv2dGrad, DyMustMatchTheForwardResult) {
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({1, 4, 5, 5}), f32({4, 3, 3, 3})}, gradInput({1, 3, 8, 8})),
+                     "operand 0 (dy) must be f32[1,4,6,6], got f32[1,4,5,5]");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_weight", {f32({1, 4, 6, 6}), nhwc({1, 8, 8, 3})}, gradWeight({4, 3, 3, 3})),
+                     "operand 0 (dy) must be f32[1,6,6,4]#nhwc, got f32[1,4,6,6]");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({1, 4, 6, 6}), typed(DType::F64, {4, 3, 3, 3})},
+                           gradInput({1, 3, 8, 8})),
+                     "operands 0 and 1 must have the same dtype");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {i64({1, 4, 6, 6}), i64({4, 3, 3, 3})}, gradInput({1, 3, 8, 8})),
+                     "operand 0 must be floating-point");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({4, 6, 6}), f32({4, 3, 3, 3})}, gradInput({1, 3, 8, 8})),
+                     "operand 0 (dy) must have rank 4");
+}
+
+TEST(InferConv2dGrad, ShapeAttributesAreChecked) {
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({1, 4, 6, 6}), f32({4, 3, 3, 3})}, gradInput({3, 8, 8})),
+                     "attribute input_shape must have 4 sizes, got [3, 8, 8]");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({1, 4, 6, 6}), f32({4, 3, 3, 3})}, gradInput({1, -3, 8, 8})),
+                     "negative size -3");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({1, 4, 6, 6}), f32({4, 3, 3, 3})}, gradInput({1, 2, 8, 8})),
+                     "input channels 2 do not match weight in-channels 3 x groups 1");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_weight", {f32({1, 4, 6, 6}), f32({1, 3, 8, 8})}, gradWeight({4, 3, 3})),
+                     "attribute weight_shape must have 4 sizes");
+  EXPECT_INFER_ERROR(
+      infer("conv2d_grad_weight", {f32({1, 4, 6, 6}), f32({1, 3, 8, 8})}, gradWeight({4, 3, 3, 3}, "nhwc")),
+      "attribute weight_layout = \"nhwc\" must be \"plain\", \"oihw\" or \"ohwi\"");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_weight", {f32({1, 4, 6, 6}), f32({1, 3, 8, 8})}, gradWeight({4, 3, 9, 9})),
+                     "kernel height 9 (dilated to 9) exceeds the padded input height 8");
+  EXPECT_INFER_ERROR(infer("conv2d_grad_input", {f32({1, 4, 6, 6}), f32({4, 3, 3, 3})}),
+                     "input_shape");
+}
+
 }  // namespace
 }  // namespace kfuse

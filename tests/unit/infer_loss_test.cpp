@@ -112,5 +112,44 @@ TEST(InferLoss, MseLossReductionIsChecked) {
   EXPECT_INFER_ERROR(infer("mse_loss", {f32({3}), f32({3}), f32({3})}), "takes 2 operands, got 3");
 }
 
+// -------------------------------------------------------- cross_entropy_grad
+
+TEST(InferLoss, CrossEntropyGradHasLogitsType) {
+  auto r = infer("cross_entropy_grad", {f32({}), f32({6, 5}), i64({6})}, {{"reduction", Attribute("sum")}});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ((*r)[0], f32({6, 5}));
+}
+
+TEST(InferLoss, CrossEntropyGradErrors) {
+  EXPECT_INFER_ERROR(infer("cross_entropy_grad", {f32({1}), f32({6, 5}), i64({6})}),
+                     "operand 0 must have rank 0, got f32[1]");
+  EXPECT_INFER_ERROR(infer("cross_entropy_grad", {f64({}), f32({6, 5}), i64({6})}),
+                     "operands 0 and 1 must have the same dtype");
+  EXPECT_INFER_ERROR(infer("cross_entropy_grad", {f32({}), f32({6, 5}), i64({5})}),
+                     "labels i64[5] must have one entry per row of logits f32[6,5]");
+  EXPECT_INFER_ERROR(infer("cross_entropy_grad", {f32({}), f32({6, 5}), f32({6})}), "operand 2 must be i64");
+  EXPECT_INFER_ERROR(infer("cross_entropy_grad", {f32({}), f32({6, 5}), i64({6})}, {{"reduction", Attribute("none")}}),
+                     "attribute reduction = \"none\" must be \"mean\" or \"sum\"");
+  EXPECT_INFER_ERROR(infer("cross_entropy_grad", {f32({}), f32({6, 5})}), "takes 3 operands, got 2");
+}
+
+// cross_entropy_grad checks the labels it reads at run time, as the forward does.
+TEST(InferLoss, CrossEntropyGradLabelOutOfRangeIsARuntimeError) {
+  std::string text =
+      "module @m {\n  func @main(%d: f32[], %x: f32[3,5], %l: i64[3]) -> (f32[3,5]) {\n"
+      "    %0 = cross_entropy_grad %d, %x, %l {ignore_index = 9} : f32[3,5]\n    return %0\n  }\n}\n";
+  auto m = parseModule(text, "<cross_entropy_grad test>");
+  ASSERT_TRUE(m) << m.error().message();
+  auto run = [&](std::vector<double> labels) {
+    return interpret(*(*m)->functions().front(),
+                     {Tensor::scalar(DType::F32, 1.0), Tensor(f32({3, 5})), Tensor::fromDoubles(i64({3}), labels)});
+  };
+  auto r = run({0, 5, 1});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("label 5 at position 1 is out of range for 5 classes"), std::string::npos)
+      << r.error().message();
+  EXPECT_TRUE(run({0, 9, 1}));  // ignored, so never read as a class
+}
+
 }  // namespace
 }  // namespace kfuse

@@ -171,5 +171,55 @@ TEST(InferNorm, DropoutStepMustBeI64Scalar) {
                      "attribute 'seed' of op 'dropout' must be int, got float");
 }
 
+// ---------------------------------------------------------------- gradients
+
+TEST(InferNormGrad, BatchNormTrainGradResults) {
+  TensorType x(DType::F32, {2, 3, 3, 4}, Layout::NHWC);
+  auto r = infer("batch_norm_train_grad", {x, x, f32({4}), f32({4}), f32({4})});
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0], x);
+  EXPECT_EQ((*r)[1], f32({4}));
+  EXPECT_EQ((*r)[2], f32({4}));
+}
+
+TEST(InferNormGrad, BatchNormTrainGradErrors) {
+  auto bn = [](std::vector<TensorType> in, AttrMap a = {}) { return infer("batch_norm_train_grad", in, a); };
+  EXPECT_INFER_ERROR(bn({f32({4, 3, 2}), f32({4, 3}), f32({3}), f32({3}), f32({3})}),
+                     "operand 0 (dy) must be f32[4,3], got f32[4,3,2]");
+  EXPECT_INFER_ERROR(bn({f32({4, 3}), f32({4, 3}), f32({3}), f32({3}), f32({4})}),
+                     "operand 4 (batch_var) must be f32[3], got f32[4]");
+  EXPECT_INFER_ERROR(bn({f32({4, 3}), f32({4, 3}), f64({3}), f32({3}), f32({3})}),
+                     "operand 2 (scale) must be f32[3], got f64[3]");
+  EXPECT_INFER_ERROR(bn({f32({4}), f32({4}), f32({4}), f32({4}), f32({4})}),
+                     "operand 1 (x) must have rank >= 2 (batch and channel axes), got f32[4]");
+  EXPECT_INFER_ERROR(bn({f32({4, 3}), f32({4, 3}), f32({3}), f32({3})}), "takes 5 operands, got 4");
+  EXPECT_INFER_ERROR(bn({f32({4, 3}), f32({4, 3}), f32({3}), f32({3}), f32({3})}, {{"epsilon", Attribute(-1.0)}}),
+                     "attribute epsilon = -1 must be finite and non-negative");
+}
+
+TEST(InferNormGrad, LayerNormGradResultsFollowTheScale) {
+  auto plain = infer("layer_norm_grad", {f32({2, 3, 8}), f32({2, 3, 8})});
+  ASSERT_TRUE(plain) << plain.error().message();
+  ASSERT_EQ(plain->size(), 1u);  // no scale: dx only
+  EXPECT_EQ((*plain)[0], f32({2, 3, 8}));
+  auto affine = infer("layer_norm_grad", {f32({2, 3, 8}), f32({2, 3, 8}), f32({3, 8})}, {{"axis", Attribute(1)}});
+  ASSERT_TRUE(affine) << affine.error().message();
+  ASSERT_EQ(affine->size(), 3u);  // dx, dscale, dbias
+  EXPECT_EQ((*affine)[1], f32({3, 8}));
+  EXPECT_EQ((*affine)[2], f32({3, 8}));
+}
+
+TEST(InferNormGrad, LayerNormGradErrors) {
+  EXPECT_INFER_ERROR(infer("layer_norm_grad", {f32({2, 8}), f32({2, 3, 8})}),
+                     "operand 0 (dy) must be f32[2,3,8], got f32[2,8]");
+  EXPECT_INFER_ERROR(infer("layer_norm_grad", {f32({2, 3, 8}), f32({2, 3, 8}), f32({8})}, {{"axis", Attribute(1)}}),
+                     "operand 2 (scale) must be f32[3,8], got f32[8]");
+  EXPECT_INFER_ERROR(infer("layer_norm_grad", {f32({2, 3}), f32({2, 3})}, {{"axis", Attribute(2)}}),
+                     "attribute axis = 2 is out of range for rank 2");
+  EXPECT_INFER_ERROR(infer("layer_norm_grad", {i64({2, 3}), i64({2, 3})}), "operand 0 must be floating-point");
+  EXPECT_INFER_ERROR(infer("layer_norm_grad", {f32({2, 3})}), "takes 2 to 3 operands, got 1");
+}
+
 }  // namespace
 }  // namespace kfuse

@@ -114,5 +114,52 @@ TEST(InferPool, OperandIsAFloatImage) {
   }
 }
 
+// ---------------------------------------------------------------- gradients
+
+TEST(InferPoolGrad, MaxPoolGradHasXType) {
+  AttrMap a = kernel(3, 3, {{"strides", Attribute(Ints{2, 2})}, {"pads", Attribute(Ints{1, 1, 1, 1})}});
+  EXPECT_INFERS(infer("max_pool2d_grad", {f32({1, 2, 3, 3}), f32({1, 2, 6, 5})}, a), f32({1, 2, 6, 5}));
+  EXPECT_INFERS(infer("max_pool2d_grad", {nhwc({1, 3, 3, 2}), nhwc({1, 6, 5, 2})}, a), nhwc({1, 6, 5, 2}));
+}
+
+TEST(InferPoolGrad, MaxPoolGradDyMustMatchTheForwardResult) {
+  EXPECT_INFER_ERROR(infer("max_pool2d_grad", {f32({1, 2, 2, 2}), f32({1, 2, 6, 6})}, kernel(2, 2)),
+                     "operand 0 (dy) must be f32[1,2,3,3], got f32[1,2,2,2]");
+  EXPECT_INFER_ERROR(infer("max_pool2d_grad", {f32({1, 2, 3, 3}), nhwc({1, 6, 6, 2})}, kernel(2, 2)),
+                     "operand 0 (dy) must be f32[1,3,3,2]#nhwc, got f32[1,2,3,3]");
+  EXPECT_INFER_ERROR(infer("max_pool2d_grad", {f32({1, 2, 3, 3}), i64({1, 2, 6, 6})}, kernel(2, 2)),
+                     "operand 1 must be floating-point");
+  EXPECT_INFER_ERROR(infer("max_pool2d_grad", {f32({1, 2, 3, 3}), f32({1, 2, 6, 6})}, kernel(7, 7)),
+                     "kernel height 7 (dilated to 7) exceeds the padded input height 6");
+  EXPECT_INFER_ERROR(infer("max_pool2d_grad", {f32({1, 2, 3, 3})}, kernel(2, 2)), "takes 2 operands, got 1");
+}
+
+AttrMap avgGrad(Ints xShape, AttrMap more = {}) {
+  more.emplace("input_shape", Attribute(std::move(xShape)));
+  return kernel(2, 2, std::move(more));
+}
+
+TEST(InferPoolGrad, AvgPoolGradHasInputShapeAndDyLayout) {
+  EXPECT_INFERS(infer("avg_pool2d_grad", {f32({1, 2, 3, 3})}, avgGrad({1, 2, 7, 6})), f32({1, 2, 7, 6}));
+  EXPECT_INFERS(infer("avg_pool2d_grad", {nhwc({1, 3, 4, 2})}, avgGrad({1, 5, 7, 2}, {{"ceil_mode", Attribute(true)}})),
+                nhwc({1, 5, 7, 2}));
+}
+
+TEST(InferPoolGrad, AvgPoolGradErrors) {
+  EXPECT_INFER_ERROR(infer("avg_pool2d_grad", {f32({1, 2, 3, 3})}, avgGrad({1, 2, 8, 8})),
+                     "operand 0 (dy) must be f32[1,2,4,4], got f32[1,2,3,3]");
+  EXPECT_INFER_ERROR(infer("avg_pool2d_grad", {f32({1, 2, 3, 3})}, avgGrad({1, 2, 6})),
+                     "attribute input_shape must have 4 sizes, got [1, 2, 6]");
+  EXPECT_INFER_ERROR(infer("avg_pool2d_grad", {f32({1, 2, 3, 3})}, avgGrad({1, 2, 0, 6})),
+                     "input height and width must be at least 1, got 0x6");
+  EXPECT_INFER_ERROR(infer("avg_pool2d_grad", {TensorType(DType::F32, {1, 2, 3, 3}, Layout::OIHW)},
+                           avgGrad({1, 2, 6, 6})),
+                     "operand 0 (dy) has layout oihw, expected nchw or nhwc");
+  EXPECT_INFER_ERROR(infer("avg_pool2d_grad", {i64({1, 2, 3, 3})}, avgGrad({1, 2, 6, 6})),
+                     "operand 0 must be floating-point");
+  EXPECT_INFER_ERROR(infer("avg_pool2d_grad", {f32({1, 2, 3, 3})}, kernel(2, 2)),
+                     "op 'avg_pool2d_grad' requires attribute 'input_shape'");
+}
+
 }  // namespace
 }  // namespace kfuse
