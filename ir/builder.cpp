@@ -18,9 +18,10 @@ Status checkArity(const OpDef& op, size_t n) {
 }
 
 Expected<std::vector<TensorType>> inferResultTypes(const OpDef& op, const AttrMap& attrs,
-                                                   std::span<const TensorType> inputs, const Node* node) {
+                                                   std::span<const TensorType> inputs, const Node* node,
+                                                   const Graph* body) {
   KF_RETURN_IF_ERROR(checkArity(op, inputs.size()));
-  OpCall call{op, attrs, inputs, node};
+  OpCall call{op, attrs, inputs, node, body ? body : (node ? node->body() : nullptr)};
   auto types = op.infer(call);
   if (!types) return types.error().context(str("op '", op.name, "'"));
   for (const TensorType& t : *types) {

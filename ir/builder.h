@@ -12,8 +12,10 @@
 namespace kfuse {
 
 // Checks arity and infers result types for `op` applied to `inputs`.
+// `body` is the body of an op that has one (fused); from a node, its own.
 Expected<std::vector<TensorType>> inferResultTypes(const OpDef& op, const AttrMap& attrs,
-                                                   std::span<const TensorType> inputs, const Node* node = nullptr);
+                                                   std::span<const TensorType> inputs, const Node* node = nullptr,
+                                                   const Graph* body = nullptr);
 
 // "op 'add' takes 2 operands, got 3" or success.
 Status checkArity(const OpDef& op, size_t numOperands);

@@ -4,10 +4,26 @@
 
 namespace kfuse {
 
+namespace {
+void copyInto(const Graph& src, Graph* dst);
+}  // namespace
+
 Graph* cloneFunction(const Graph& src, std::string name) {
   Module* m = src.module();
   if (!m || m->findFunction(name)) return nullptr;
   Graph* dst = m->addFunction(std::move(name));
+  copyInto(src, dst);
+  return dst;
+}
+
+std::unique_ptr<Graph> cloneBody(const Graph& src) {
+  auto dst = std::make_unique<Graph>(src.name(), src.module());
+  copyInto(src, dst.get());
+  return dst;
+}
+
+namespace {
+void copyInto(const Graph& src, Graph* dst) {
   std::unordered_map<const Value*, Value*> map;
   auto lookup = [&](Value* v) -> Value* {
     if (v->kind() == Value::Kind::Param) return dst->paramValue(v->name());
@@ -20,6 +36,7 @@ Graph* cloneFunction(const Graph& src, std::string name) {
     std::vector<TensorType> types;
     for (size_t i = 0; i < n->numResults(); ++i) types.push_back(n->result(i)->type());
     Node* c = dst->createNode(n->op(), operands, types, n->attrs());
+    if (n->body()) c->setBody(cloneBody(*n->body()));
     c->loc = n->loc;
     c->sourceName = n->sourceName;
     c->sourceOp = n->sourceOp;
@@ -33,7 +50,7 @@ Graph* cloneFunction(const Graph& src, std::string name) {
   dst->setResults(results);
   dst->setDeclaredResultTypes(src.resultTypes());
   for (const StateUpdate& u : src.stateUpdates()) dst->addStateUpdate(u.param, lookup(u.value));
-  return dst;
 }
+}  // namespace
 
 }  // namespace kfuse

@@ -2,6 +2,7 @@
 // that training rewrites a copy and the forward stays for evaluation).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "ir/graph.h"
@@ -12,5 +13,8 @@ namespace kfuse {
 // attributes, names and provenance, results and state updates. Returns null
 // if the module already has a function of that name.
 Graph* cloneFunction(const Graph& src, std::string name);
+
+// A deep copy of a node's body (for a copied fused node).
+std::unique_ptr<Graph> cloneBody(const Graph& src);
 
 }  // namespace kfuse

@@ -29,6 +29,11 @@ std::vector<Value*> Node::results() const {
   return out;
 }
 
+void Node::setBody(std::unique_ptr<Graph> body) {
+  body_ = std::move(body);
+  if (body_) body_->parent_ = this;
+}
+
 const Attribute& Node::attr(std::string_view name) const {
   auto it = attrs_.find(name);
   if (it != attrs_.end()) return it->second;
@@ -38,6 +43,12 @@ const Attribute& Node::attr(std::string_view name) const {
 }
 
 // ---------------------------------------------------------------- Graph
+
+// Nodes are destroyed before values they use go away: clear in reverse so
+// no use list is touched after its value is gone.
+Graph::~Graph() {
+  while (!nodes_.empty()) nodes_.pop_back();
+}
 
 Value* Graph::addArgument(std::string name, TensorType type) {
   args_.push_back(std::unique_ptr<Value>(new Value(Value::Kind::Argument, std::move(type), std::move(name), this)));

@@ -94,6 +94,11 @@ class Node {
   bool hasAttr(std::string_view name) const { return attrs_.count(name) != 0; }
   void setAttr(const std::string& name, Attribute a) { attrs_[name] = std::move(a); }
 
+  // The body of an op that has one (fused): a graph whose arguments are
+  // this node's operands and whose results are its results.
+  Graph* body() const { return body_.get(); }
+  void setBody(std::unique_ptr<Graph> body);
+
   // Provenance, for messages and dumps.
   SourceLoc loc;
   std::string sourceName;  // e.g. the ONNX node name "/fc1/Gemm"
@@ -110,6 +115,7 @@ class Node {
   std::vector<Value*> operands_;
   std::vector<std::unique_ptr<Value>> results_;
   AttrMap attrs_;
+  std::unique_ptr<Graph> body_;
   std::list<std::unique_ptr<Node>>::iterator self_;
 };
 
@@ -121,11 +127,14 @@ struct StateUpdate {
 class Graph {
  public:
   Graph(std::string name, Module* module) : name_(std::move(name)), module_(module) {}
+  ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
   const std::string& name() const { return name_; }
   Module* module() const { return module_; }
+  // The node whose body this graph is (null for a module's functions).
+  Node* parentNode() const { return parent_; }
 
   // --- arguments and parameters
   Value* addArgument(std::string name, TensorType type);
@@ -168,8 +177,10 @@ class Graph {
   void clearStateUpdates();
 
  private:
+  friend class Node;
   std::string name_;
   Module* module_;
+  Node* parent_ = nullptr;
   std::vector<std::unique_ptr<Value>> args_;
   std::map<std::string, std::unique_ptr<Value>, std::less<>> params_;
   std::list<std::unique_ptr<Node>> nodes_;

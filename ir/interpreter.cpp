@@ -13,7 +13,7 @@ Expected<std::vector<Tensor>> evaluateNode(const Node& n, const std::vector<cons
   std::vector<TensorType> inputTypes, outputTypes;
   for (Value* v : n.operands()) inputTypes.push_back(v->type());
   for (size_t i = 0; i < n.numResults(); ++i) outputTypes.push_back(n.result(i)->type());
-  OpCall call{n.op(), n.attrs(), inputTypes, &n};
+  OpCall call{n.op(), n.attrs(), inputTypes, &n, n.body()};
   auto outs = n.op().reference(call, inputs, outputTypes);
   if (!outs) return outs.error();
   if (outs->size() != n.numResults())

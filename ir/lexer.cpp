@@ -12,6 +12,7 @@ std::string_view tokName(Tok t) {
     case Tok::Ident: return "identifier";
     case Tok::ValueName: return "value name (%name)";
     case Tok::ParamName: return "parameter name (@name)";
+    case Tok::BlockName: return "block label (^name)";
     case Tok::Int: return "integer";
     case Tok::Float: return "number";
     case Tok::String: return "string";
@@ -40,6 +41,7 @@ std::string describe(const Token& t) {
     case Tok::Float: return str("'", t.text, "'");
     case Tok::ValueName: return str("'%", t.text, "'");
     case Tok::ParamName: return str("'@", t.text, "'");
+    case Tok::BlockName: return str("'^", t.text, "'");
     case Tok::String: return str("string ", quoteString(t.text));
     default: return std::string(tokName(t.kind));
   }
@@ -176,9 +178,9 @@ Expected<Token> Lexer::next() {
     t.kind = Tok::String;
     return t;
   }
-  if (c == '%' || c == '@') {
+  if (c == '%' || c == '@' || c == '^') {
     advance();
-    t.kind = c == '%' ? Tok::ValueName : Tok::ParamName;
+    t.kind = c == '%' ? Tok::ValueName : c == '@' ? Tok::ParamName : Tok::BlockName;
     if (peek() == '"') {
       KF_ASSIGN_OR_RETURN(t.text, lexQuoted(line_, col_));
     } else {

@@ -9,7 +9,7 @@
 namespace kfuse {
 
 enum class Tok : uint8_t {
-  Eof, Ident, ValueName, ParamName, Int, Float, String,
+  Eof, Ident, ValueName, ParamName, BlockName, Int, Float, String,
   LBrace, RBrace, LParen, RParen, LBracket, RBracket, Less, Greater, Comma, Colon, Equal, Hash, Arrow,
 };
 

@@ -46,6 +46,7 @@ const OpRegistry& OpRegistry::global() {
     registerLossOps(r);
     registerLogicOps(r);
     registerOptimizerOps(r);
+    registerFusedOps(r);
     return r;
   }();
   return registry;

@@ -44,6 +44,7 @@ struct OpCall {
   const AttrMap& attrs;
   std::span<const TensorType> inputs;
   const Node* node = nullptr;  // set when the call comes from a graph node
+  const Graph* body = nullptr;  // the body of an op that has one (fused)
 
   const Attribute& attr(std::string_view name) const;
   int64_t getInt(std::string_view n) const { return attr(n).asInt(); }
@@ -76,6 +77,8 @@ struct OpDef {
   // Reverse-mode gradient rule; unset for ops that are not differentiable
   // (comparisons, argmax, shape_of, integer-only ops).
   GradFn grad;
+  // The op carries a body graph (fused): inference and the reference read it.
+  bool hasBody = false;
   // The results depend only on the operands' types, never their values
   // (shape_of): constant folding may evaluate such a node at compile time.
   bool dependsOnlyOnTypes = false;
@@ -113,5 +116,6 @@ void registerNormOps(OpRegistry& r);
 void registerLossOps(OpRegistry& r);
 void registerLogicOps(OpRegistry& r);
 void registerOptimizerOps(OpRegistry& r);
+void registerFusedOps(OpRegistry& r);
 
 }  // namespace kfuse

@@ -269,11 +269,14 @@ class Parser {
     Graph* g;
     std::map<std::string, Value*, std::less<>> values;
     std::map<std::string, Token, std::less<>> defs;  // where each value was defined
+    bool isBody = false;  // a fused node's body: isolated, no parameters
   };
 
   Expected<Value*> parseOperand(FuncState& fs) {
     Token at = tok_;
     if (tok_.kind == Tok::ParamName) {
+      if (fs.isBody)
+        return err(str("parameter @", tok_.text, " is not visible inside a fused body; pass it as an operand"));
       Value* v = fs.g->paramValue(tok_.text);
       if (!v) return err(str("use of undeclared parameter @", tok_.text));
       KF_RETURN_IF_ERROR(advance());
@@ -328,6 +331,7 @@ class Parser {
     const OpDef* op = OpRegistry::global().find(opName);
     if (!op) return err(str("unknown op '", opName, "'", suggestOp(opName)));
     KF_RETURN_IF_ERROR(advance());
+    if (op->hasBody) return parseBodyNode(fs, *op, resultNames, stmtAt, opAt);
     std::vector<Value*> operands;
     if (tok_.kind == Tok::ValueName || tok_.kind == Tok::ParamName) {
       for (;;) {
@@ -399,12 +403,8 @@ class Parser {
     return Status::ok();
   }
 
-  Status parseFunc() {
-    KF_RETURN_IF_ERROR(advance());
-    Token nameAt = tok_;
-    KF_ASSIGN_OR_RETURN(std::string name, expectName(Tok::ParamName, "function name (@name)"));
-    if (module_->findFunction(name)) return errAt(nameAt, str("function @", name, " is defined twice"));
-    FuncState fs{module_->addFunction(name), {}, {}};
+  // Arguments "(%a: t, ...)" into fs, values defined as arguments of fs.g.
+  Status parseArguments(FuncState& fs) {
     KF_RETURN_IF_ERROR(expect(Tok::LParen, "to open the argument list"));
     while (tok_.kind != Tok::RParen) {
       if (!fs.g->arguments().empty()) KF_RETURN_IF_ERROR(expect(Tok::Comma, "between arguments"));
@@ -414,7 +414,110 @@ class Parser {
       KF_ASSIGN_OR_RETURN(TensorType t, parseType());
       KF_RETURN_IF_ERROR(defineValue(fs, at, arg, fs.g->addArgument(arg, t)));
     }
+    return advance();
+  }
+
+  Expected<std::vector<Value*>> parseOperandList(FuncState& fs) {
+    std::vector<Value*> out;
+    if (tok_.kind != Tok::ValueName && tok_.kind != Tok::ParamName) return out;
+    for (;;) {
+      KF_ASSIGN_OR_RETURN(Value* v, parseOperand(fs));
+      out.push_back(v);
+      if (tok_.kind != Tok::Comma) return out;
+      KF_RETURN_IF_ERROR(advance());
+    }
+  }
+
+  // %r = fused @kernel(%a, @w) {attrs} : types { ^bb(%x: t, ...): stmt* yield %y } loc(...)
+  Status parseBodyNode(FuncState& fs, const OpDef& op, const std::vector<std::pair<Token, std::string>>& resultNames,
+                       const Token& stmtAt, const Token& opAt) {
+    KF_ASSIGN_OR_RETURN(std::string kernel, expectName(Tok::ParamName, str("the name of the ", op.name, " node (@name)")));
+    KF_RETURN_IF_ERROR(expect(Tok::LParen, "to open the operands"));
+    KF_ASSIGN_OR_RETURN(std::vector<Value*> operands, parseOperandList(fs));
+    KF_RETURN_IF_ERROR(expect(Tok::RParen, "to close the operands"));
+    AttrMap given;
+    std::map<std::string, Token> attrAt;
+    if (tok_.kind == Tok::LBrace) {
+      KF_ASSIGN_OR_RETURN(given, parseAttrDict(attrAt));
+    }
+    KF_RETURN_IF_ERROR(expect(Tok::Colon, str("before the result types of '", op.name, "'")));
+    Token typesAt = tok_;
+    std::vector<TensorType> declared;
+    for (;;) {
+      KF_ASSIGN_OR_RETURN(TensorType t, parseType());
+      declared.push_back(t);
+      if (tok_.kind != Tok::Comma) break;
+      KF_RETURN_IF_ERROR(advance());
+    }
+    KF_RETURN_IF_ERROR(expect(Tok::LBrace, "to open the body"));
+    if (tok_.kind != Tok::BlockName) return err(str("expected the body's block label ^bb, got ", describe(tok_)));
     KF_RETURN_IF_ERROR(advance());
+    auto body = std::make_unique<Graph>(kernel, module_.get());
+    FuncState inner{body.get(), {}, {}, true};
+    KF_RETURN_IF_ERROR(parseArguments(inner));
+    KF_RETURN_IF_ERROR(expect(Tok::Colon, "after the block arguments"));
+    KF_RETURN_IF_ERROR(parseStatements(inner, "yield"));
+    Token yieldAt = tok_;
+    KF_RETURN_IF_ERROR(advance());
+    KF_ASSIGN_OR_RETURN(std::vector<Value*> yields, parseOperandList(inner));
+    body->setResults(yields);
+    KF_RETURN_IF_ERROR(expect(Tok::RBrace, "after 'yield' (it must end the body)"));
+    std::string srcName;
+    if (tok_.kind == Tok::Ident && tok_.text == "loc") {
+      KF_RETURN_IF_ERROR(advance());
+      KF_RETURN_IF_ERROR(expect(Tok::LParen, "after 'loc'"));
+      KF_ASSIGN_OR_RETURN(srcName, expectName(Tok::String, "source node name (a string)"));
+      KF_RETURN_IF_ERROR(expect(Tok::RParen, "to close loc(...)"));
+    }
+    KF_ASSIGN_OR_RETURN(AttrMap full, completeAttrs(op, given));
+    std::vector<TensorType> inputTypes;
+    for (Value* v : operands) inputTypes.push_back(v->type());
+    auto inferred = inferResultTypes(op, full, inputTypes, nullptr, body.get());
+    if (!inferred) return errAt(opAt, inferred.error().message());
+    if (resultNames.size() != inferred->size())
+      return errAt(stmtAt, str("the body yields ", inferred->size(), " values, but ", resultNames.size(), " are named"));
+    if (declared != *inferred)
+      return errAt(yieldAt, str("the body yields ", typeList(*inferred), " but the node declares ", typeList(declared)));
+    (void)typesAt;
+    Node* n = fs.g->createNode(op, operands, *inferred, std::move(full));
+    n->setBody(std::move(body));
+    n->loc = SourceLoc{lex_.filename(), opAt.line, opAt.col};
+    n->sourceName = std::move(srcName);
+    for (size_t i = 0; i < resultNames.size(); ++i) {
+      n->result(i)->setName(resultNames[i].second);
+      KF_RETURN_IF_ERROR(defineValue(fs, resultNames[i].first, resultNames[i].second, n->result(i)));
+    }
+    return Status::ok();
+  }
+
+  static std::string typeList(const std::vector<TensorType>& ts) {
+    std::vector<std::string> parts;
+    for (const TensorType& t : ts) parts.push_back(formatType(t));
+    return "(" + join(parts) + ")";
+  }
+
+  // Statements up to (not including) the terminator keyword.
+  Status parseStatements(FuncState& fs, const std::string& terminator) {
+    for (;;) {
+      if (tok_.kind == Tok::Ident && tok_.text == terminator) return Status::ok();
+      if (!fs.isBody && tok_.kind == Tok::Ident && tok_.text == "update") {
+        KF_RETURN_IF_ERROR(parseUpdate(fs));
+        continue;
+      }
+      if (tok_.kind == Tok::Eof || tok_.kind == Tok::RBrace)
+        return err(str("expected '", terminator, "' before the end of ", fs.isBody ? "the body of " : "function ", "@",
+                       fs.g->name(), ", got ", describe(tok_)));
+      KF_RETURN_IF_ERROR(parseNodeStmt(fs));
+    }
+  }
+
+  Status parseFunc() {
+    KF_RETURN_IF_ERROR(advance());
+    Token nameAt = tok_;
+    KF_ASSIGN_OR_RETURN(std::string name, expectName(Tok::ParamName, "function name (@name)"));
+    if (module_->findFunction(name)) return errAt(nameAt, str("function @", name, " is defined twice"));
+    FuncState fs{module_->addFunction(name), {}, {}};
+    KF_RETURN_IF_ERROR(parseArguments(fs));
     KF_RETURN_IF_ERROR(expect(Tok::Arrow, "after the argument list"));
     KF_RETURN_IF_ERROR(expect(Tok::LParen, "to open the result types"));
     std::vector<TensorType> resultTypes;
@@ -425,27 +528,10 @@ class Parser {
     }
     KF_RETURN_IF_ERROR(advance());
     KF_RETURN_IF_ERROR(expect(Tok::LBrace, "to open the function body"));
-    for (;;) {
-      if (tok_.kind == Tok::Ident && tok_.text == "return") break;
-      if (tok_.kind == Tok::Ident && tok_.text == "update") {
-        KF_RETURN_IF_ERROR(parseUpdate(fs));
-        continue;
-      }
-      if (tok_.kind == Tok::Eof || tok_.kind == Tok::RBrace)
-        return err(str("expected 'return' before the end of function @", name, ", got ", describe(tok_)));
-      KF_RETURN_IF_ERROR(parseNodeStmt(fs));
-    }
+    KF_RETURN_IF_ERROR(parseStatements(fs, "return"));
     Token retAt = tok_;
     KF_RETURN_IF_ERROR(advance());
-    std::vector<Value*> results;
-    if (tok_.kind == Tok::ValueName || tok_.kind == Tok::ParamName) {
-      for (;;) {
-        KF_ASSIGN_OR_RETURN(Value* v, parseOperand(fs));
-        results.push_back(v);
-        if (tok_.kind != Tok::Comma) break;
-        KF_RETURN_IF_ERROR(advance());
-      }
-    }
+    KF_ASSIGN_OR_RETURN(std::vector<Value*> results, parseOperandList(fs));
     if (results.size() != resultTypes.size())
       return errAt(retAt, str("function @", name, " returns ", results.size(), " values but its signature declares ",
                               resultTypes.size()));

@@ -20,8 +20,15 @@ std::string attrDict(const Node& n) {
   return parts.empty() ? std::string() : str(" {", join(parts), "}");
 }
 
+void printBody(std::ostream& os, const Node& n, const ValueNames& names, const PrintOptions& opts,
+               const std::string& pad);
+
 void printNode(std::ostream& os, const Node& n, const ValueNames& names, const PrintOptions& opts,
                const std::string& pad) {
+  if (n.body()) {
+    printBody(os, n, names, opts, pad);
+    return;
+  }
   os << pad;
   std::vector<std::string> results, types, operands;
   for (size_t i = 0; i < n.numResults(); ++i) {
@@ -38,6 +45,28 @@ void printNode(std::ostream& os, const Node& n, const ValueNames& names, const P
     if (!n.sourceOp.empty()) os << ", " << quoteString(n.sourceOp);
     os << ")";
   }
+  os << "\n";
+}
+
+// %r = fused @name(%a, @w) : t { ^bb(%x: t, ...): ... yield %y }
+void printBody(std::ostream& os, const Node& n, const ValueNames& names, const PrintOptions& opts,
+               const std::string& pad) {
+  const Graph& body = *n.body();
+  std::vector<std::string> results, types, operands, args, yields;
+  for (size_t i = 0; i < n.numResults(); ++i) {
+    results.push_back(names(n.result(i)));
+    types.push_back(formatType(n.result(i)->type()));
+  }
+  for (Value* v : n.operands()) operands.push_back(names(v));
+  ValueNames inner(body);
+  for (const auto& a : body.arguments()) args.push_back(str(inner(a.get()), ": ", formatType(a->type())));
+  for (Value* v : body.results()) yields.push_back(inner(v));
+  os << pad << join(results) << " = " << n.opName() << " " << sigilName('@', body.name()) << "(" << join(operands)
+     << ")" << attrDict(n) << " : " << join(types) << " {\n";
+  os << pad << "^bb(" << join(args) << "):\n";
+  for (const auto& inside : body.nodeList()) printNode(os, *inside, inner, opts, pad + "  ");
+  os << pad << "  yield " << join(yields) << "\n" << pad << "}";
+  if (opts.printLocs && !n.sourceName.empty()) os << " loc(" << quoteString(n.sourceName) << ")";
   os << "\n";
 }
 

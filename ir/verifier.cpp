@@ -98,6 +98,7 @@ class GraphVerifier {
     }
     if (full->size() != n.attrs().size()) failAt(n, "node is missing defaulted attributes (build nodes with buildNode)");
     if (!operandsOk) return;
+    if (!checkBody(n)) return;
     std::vector<TensorType> inputs;
     for (Value* v : n.operands()) inputs.push_back(v->type());
     auto inferred = inferResultTypes(n.op(), *full, inputs, &n);
@@ -115,6 +116,31 @@ class GraphVerifier {
         failAt(n, str("result ", i, " is declared ", formatType(declared), " but the op produces ",
                       formatType((*inferred)[i])));
     }
+  }
+
+  // A body is a self-contained graph: no parameters (they come in as
+  // operands), no state updates, verified like a function.
+  bool checkBody(const Node& n) {
+    if (n.op().hasBody != (n.body() != nullptr)) {
+      failAt(n, n.body() ? "has a body, but its op takes none" : "needs a body");
+      return false;
+    }
+    if (!n.body()) return true;
+    const Graph& body = *n.body();
+    bool ok = true;
+    if (!body.paramValues().empty()) {
+      failAt(n, "its body refers to parameters directly; pass them as operands");
+      ok = false;
+    }
+    if (!body.stateUpdates().empty()) {
+      failAt(n, "its body updates parameters");
+      ok = false;
+    }
+    if (Status s = verifyGraph(body); !s) {
+      failAt(n, str("in its body:\n", s.message()));
+      ok = false;
+    }
+    return ok;
   }
 
   void checkResults() {

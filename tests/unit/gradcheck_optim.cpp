@@ -1,5 +1,6 @@
-// The optimizer update ops are the end of a training step: nothing is
-// differentiated through them (see gradcheck.h).
+// Ops that only appear after autodiff has run: the optimizer updates end a
+// training step, and fused nodes are made by the fusion pass, which runs on
+// the finished training graph (see gradcheck.h).
 #include "tests/unit/gradcheck.h"
 
 namespace kfuse::test {
@@ -9,6 +10,7 @@ GradFamily optimizerGrads() {
   family.notDifferentiable = {
       {"sgd_update", "optimizer update"},
       {"adam_update", "optimizer update"},
+      {"fused", "made by fusion, which runs after autodiff"},
   };
   return family;
 }
