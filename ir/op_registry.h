@@ -13,6 +13,7 @@
 
 #include "ir/attribute.h"
 #include "ir/grad_builder.h"
+#include "ir/row_kernel.h"
 #include "ir/scalar_expr.h"
 #include "ir/support/expected.h"
 #include "ir/tensor.h"
@@ -74,6 +75,12 @@ struct OpDef {
   InferFn infer;
   ReferenceFn reference;
   ScalarFn scalar;  // set for Elementwise and Broadcast ops
+  // For ops that compute row by row (reductions, softmax, norms, losses):
+  // their loop structure and scalar program inside a fused kernel.
+  RowSpecFn rowSpec;
+  RowFn row;
+  // For injective ops: operand 0's index as an affine map of the result's.
+  AffineFn affine;
   // Reverse-mode gradient rule; unset for ops that are not differentiable
   // (comparisons, argmax, shape_of, integer-only ops).
   GradFn grad;

@@ -13,6 +13,7 @@ std::string_view scalarOpName(ScalarOp op) {
   switch (op) {
     case ScalarOp::Const: return "const";
     case ScalarOp::Input: return "input";
+    case ScalarOp::Index: return "index";
     case ScalarOp::Neg: return "neg";
     case ScalarOp::Abs: return "abs";
     case ScalarOp::Exp: return "exp";
@@ -73,6 +74,8 @@ Scalar Scalar::input(int index, DType storage) {
   return Scalar(make({ScalarOp::Input, computeType(storage), 0, index, {}}));
 }
 
+Scalar Scalar::index(int dim) { return Scalar(make({ScalarOp::Index, DType::I64, 0, dim, {}})); }
+
 Scalar Scalar::constant(double v, DType type) {
   return Scalar(make({ScalarOp::Const, computeType(type), v, -1, {}}));
 }
@@ -110,10 +113,11 @@ double nanMax(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NA
 double nanMin(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : (a < b ? a : b); }
 }  // namespace
 
-double evaluateScalar(const ScalarNode& n, std::span<const double> in) {
-  auto arg = [&](size_t i) { return evaluateScalar(*n.args[i], in); };
+double evaluateScalar(const ScalarNode& n, std::span<const double> in, std::span<const int64_t> index) {
+  auto arg = [&](size_t i) { return evaluateScalar(*n.args[i], in, index); };
   switch (n.op) {
     case ScalarOp::Const: return n.constant;
+    case ScalarOp::Index: return static_cast<double>(index[static_cast<size_t>(n.input)]);
     case ScalarOp::Input: return truncToType(in[static_cast<size_t>(n.input)], n.type);
     case ScalarOp::Neg: return -arg(0);
     case ScalarOp::Abs: return std::fabs(arg(0));
@@ -159,6 +163,7 @@ std::string formatScalar(const ScalarNode& n) {
   switch (n.op) {
     case ScalarOp::Const: return isFloat(n.type) ? formatDouble(n.constant) : std::to_string(static_cast<int64_t>(n.constant));
     case ScalarOp::Input: return str("in", n.input);
+    case ScalarOp::Index: return str("i", n.input);
     case ScalarOp::Cast: return str("cast<", dtypeName(n.type), ">(", formatScalar(*n.args[0]), ")");
     default: {
       std::vector<std::string> args;

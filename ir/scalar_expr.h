@@ -17,6 +17,7 @@ namespace kfuse {
 
 enum class ScalarOp : uint8_t {
   Const, Input,
+  Index,  // kernel IR only: iteration dim `input` as an i64
   // unary
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Tanh, Erf, Sin, Cos, Floor, Ceil, Not, Cast,
   // binary (Max/Min propagate NaN, as torch.maximum does; integer Div truncates toward zero)
@@ -50,6 +51,8 @@ class Scalar {
   explicit Scalar(ScalarRef n) : node_(std::move(n)) {}
   static Scalar input(int index, DType storage);
   static Scalar constant(double v, DType computeType);
+  // Iteration dim `dim` of a kernel (kernel IR only).
+  static Scalar index(int dim);
 
   const ScalarRef& node() const { return node_; }
   DType type() const { return node_->type; }
@@ -109,8 +112,9 @@ inline Scalar equal(const Scalar& a, const Scalar& b) { return binary(ScalarOp::
 inline Scalar notEqual(const Scalar& a, const Scalar& b) { return binary(ScalarOp::Ne, a, b); }
 
 // Evaluates an expression in double precision (the reference semantics).
-// Integer-typed Div truncates toward zero; comparisons yield 0 or 1.
-double evaluateScalar(const ScalarNode& n, std::span<const double> inputs);
+// Integer-typed Div truncates toward zero; comparisons yield 0 or 1. `index`
+// gives the iteration indices Index leaves read (kernel IR).
+double evaluateScalar(const ScalarNode& n, std::span<const double> inputs, std::span<const int64_t> index = {});
 
 // Prints an expression as nested calls, for kernel dumps and test messages:
 // "max(in0, 0.0)".

@@ -92,9 +92,55 @@ Expected<std::vector<Tensor>> crossEntropyGradReference(const OpCall& c, std::sp
   return std::vector<Tensor>{std::move(dx)};
 }
 
+// ---- row programs: one row per sample, the classes along the row
+
+std::vector<int64_t> axesUpTo(size_t rank) {
+  std::vector<int64_t> axes(rank);
+  for (size_t d = 0; d < rank; ++d) axes[d] = static_cast<int64_t>(d);
+  return axes;
+}
+
+// Operands: optional scalar dloss first, then logits [N, C] and labels [N].
+RowSpec sampleRows(bool withDloss, RowScope result) {
+  RowSpec s;
+  if (withDloss) s.operandAxes.push_back({});
+  s.primary = s.operandAxes.size();
+  s.operandAxes.push_back({0, 1});
+  s.operandAxes.push_back({0});
+  s.reduceAxes = {1};
+  s.resultAxes = {result == RowScope::Global ? std::vector<int64_t>{} : std::vector<int64_t>{0, 1}};
+  s.resultScopes = {result};
+  return s;
+}
+
+// The row's log-sum-exp pieces: max, sum of exp(x - max).
+struct RowLse {
+  Scalar max, sum;
+};
+RowLse logSumExp(RowBuilder& b, const Scalar& x) {
+  Scalar m = b.reduce(RowCombiner::Max, x);
+  return {m, b.reduce(RowCombiner::Sum, exp(x - m))};
+}
+
+Scalar counted(const OpCall& c, const Scalar& label) {
+  return notEqual(label, Scalar::constant(static_cast<double>(c.getInt("ignore_index")), DType::I64));
+}
+
 void registerCrossEntropyGrad(OpRegistry& r) {
   OpDef d;
   d.name = "cross_entropy_grad";
+  d.rowSpec = [](const OpCall&) -> Expected<RowSpec> { return sampleRows(true, RowScope::Element); };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    const Scalar &dloss = in[0], &x = in[1], &label = in[2];
+    Scalar valid = counted(c, label);
+    Scalar one = Scalar::constant(1, x.type()), zero = Scalar::constant(0, x.type());
+    // A mean divides by the number of counted rows, known before any row
+    // is processed only through a prologue over the labels.
+    Scalar count = c.getString("reduction") == "mean" ? b.prologue(RowCombiner::Sum, select(valid, one, zero)) : one;
+    RowLse lse = logSumExp(b, x);
+    Scalar onehot = select(equal(b.position(1), label), one, zero);
+    return {select(valid, (exp(x - lse.max) / lse.sum - onehot) * dloss / count, zero)};
+  };
   d.summary = "cross_entropy backward from (dloss, logits, labels): (softmax(logits) - onehot(labels)) * dloss / "
               "count per counted row (count = counted rows for mean, 1 for sum), 0 for ignored rows";
   d.minInputs = d.maxInputs = 3;
@@ -118,6 +164,17 @@ std::vector<Value*> crossEntropyGrad(GradBuilder& b, const Node& n, std::span<Va
 void registerCrossEntropy(OpRegistry& r) {
   OpDef d;
   d.name = "cross_entropy";
+  d.rowSpec = [](const OpCall&) -> Expected<RowSpec> { return sampleRows(false, RowScope::Global); };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    const Scalar &x = in[0], &label = in[1];
+    Scalar valid = counted(c, label);
+    Scalar one = Scalar::constant(1, x.type()), zero = Scalar::constant(0, x.type());
+    RowLse lse = logSumExp(b, x);
+    Scalar picked = b.reduce(RowCombiner::Sum, select(equal(b.position(1), label), x, zero));
+    Scalar total = b.global(RowCombiner::Sum, select(valid, log(lse.sum) + lse.max - picked, zero));
+    if (c.getString("reduction") != "mean") return {total};
+    return {total / b.global(RowCombiner::Sum, select(valid, one, zero))};
+  };
   d.summary = "softmax cross-entropy of logits [N, C] against i64 labels [N], as torch's cross_entropy; "
               "samples whose label is ignore_index are left out of the sum and the mean";
   d.minInputs = d.maxInputs = 2;
@@ -160,6 +217,20 @@ std::vector<Value*> mseGrad(GradBuilder& b, const Node& n, std::span<Value* cons
 void registerMseLoss(OpRegistry& r) {
   OpDef d;
   d.name = "mse_loss";
+  // Every axis is reduced: one row, its result stored once.
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    RowSpec s;
+    s.reduceAxes = axesUpTo(c.inputs[0].rank());
+    s.operandAxes = {s.reduceAxes, s.reduceAxes};
+    s.resultAxes = {{}};
+    s.resultScopes = {RowScope::Row};
+    return s;
+  };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Scalar sum = b.reduce(RowCombiner::Sum, (in[0] - in[1]) * (in[0] - in[1]));
+    if (c.getString("reduction") != "mean") return {sum};
+    return {sum / static_cast<double>(c.inputs[0].numElements())};
+  };
   d.summary = "mean (or sum) of (a - b)^2 over all elements of two same-shaped float tensors";
   d.minInputs = d.maxInputs = 2;
   d.attrs = {reductionAttr()};

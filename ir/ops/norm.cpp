@@ -175,9 +175,50 @@ Expected<std::vector<Tensor>> batchNormTrainGradReference(const OpCall& c, std::
   return res;
 }
 
+// ---- row programs: per-channel loops (batch norm) and per-row ones (layer norm)
+
+std::vector<int64_t> everyAxis(size_t rank) {
+  std::vector<int64_t> axes(rank);
+  for (size_t d = 0; d < rank; ++d) axes[d] = static_cast<int64_t>(d);
+  return axes;
+}
+
+// Batch norms loop over channels; with `reduce` the other axes form the row.
+// Operands listed in `full` span every axis of x, the others the channel.
+RowSpec channelSpec(const TensorType& x, int64_t channel, bool reduce, std::vector<bool> full,
+                    std::vector<RowScope> scopes) {
+  RowSpec s;
+  s.primary = 0;
+  while (!full[s.primary]) ++s.primary;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.rank()) && reduce; ++d)
+    if (d != channel) s.reduceAxes.push_back(d);
+  for (bool f : full) s.operandAxes.push_back(f ? everyAxis(x.rank()) : std::vector<int64_t>{channel});
+  for (RowScope scope : scopes)
+    s.resultAxes.push_back(scope == RowScope::Element ? everyAxis(x.rank()) : std::vector<int64_t>{channel});
+  s.resultScopes = std::move(scopes);
+  return s;
+}
+
+double channelCount(const TensorType& x, int64_t channel) {
+  return static_cast<double>(x.numElements()) / static_cast<double>(x.shape[static_cast<size_t>(channel)]);
+}
+
 void registerBatchNormTrainGrad(OpRegistry& r) {
   OpDef d;
   d.name = "batch_norm_train_grad";
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    KF_ASSIGN_OR_RETURN(int64_t axis, checkBatchNormTrainGrad(c));
+    return channelSpec(c.inputs[1], axis, true, {true, true, false, false, false},
+                       {RowScope::Element, RowScope::Row, RowScope::Row});
+  };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    double m = channelCount(c.inputs[1], *checkBatchNormTrainGrad(c));
+    Scalar invStd = 1.0 / sqrt(in[4] + c.getFloat("epsilon"));
+    Scalar xhat = (in[1] - in[3]) * invStd;
+    Scalar dbias = b.reduce(RowCombiner::Sum, in[0]);
+    Scalar dscale = b.reduce(RowCombiner::Sum, in[0] * xhat);
+    return {in[2] * invStd * (in[0] - dbias / m - xhat * dscale / m), dscale, dbias};
+  };
   d.summary = "batch_norm_train backward from (dy, x, scale, batch_mean, batch_var), torch's training formula; "
               "results (dx, dscale, dbias)";
   d.minInputs = d.maxInputs = 5;
@@ -231,6 +272,14 @@ std::vector<Value*> batchNormTrainGrad(GradBuilder& b, const Node& n, std::span<
 void registerBatchNorm(OpRegistry& r) {
   OpDef d;
   d.name = "batch_norm";
+  // No reduction: a per-channel affine map, the vectors indexed by channel.
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    KF_ASSIGN_OR_RETURN(int64_t axis, channelAxis(c));
+    return channelSpec(c.inputs[0], axis, false, {true, false, false, false, false}, {RowScope::Element});
+  };
+  d.row = [](RowBuilder&, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    return {(in[0] - in[3]) / sqrt(in[4] + c.getFloat("epsilon")) * in[1] + in[2]};
+  };
   d.summary = "inference batch norm: y = (x - mean) / sqrt(var + epsilon) * scale + bias per channel "
               "(axis 1, or the last axis of an nhwc x)";
   d.minInputs = d.maxInputs = 5;
@@ -253,6 +302,17 @@ void registerBatchNorm(OpRegistry& r) {
 void registerBatchNormTrain(OpRegistry& r) {
   OpDef d;
   d.name = "batch_norm_train";
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    KF_ASSIGN_OR_RETURN(int64_t axis, channelAxis(c));
+    return channelSpec(c.inputs[0], axis, true, {true, false, false},
+                       {RowScope::Element, RowScope::Row, RowScope::Row});
+  };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    double n = channelCount(c.inputs[0], *channelAxis(c));
+    Scalar mean = b.reduce(RowCombiner::Sum, in[0]) / n;
+    Scalar var = b.reduce(RowCombiner::Sum, (in[0] - mean) * (in[0] - mean)) / n;
+    return {(in[0] - mean) / sqrt(var + c.getFloat("epsilon")) * in[1] + in[2], mean, var};
+  };
   d.summary = "training batch norm: normalises with the batch's per-channel mean and biased variance; "
               "results (y, batch_mean, batch_var)";
   d.minInputs = d.maxInputs = 3;
@@ -381,6 +441,30 @@ std::vector<Value*> layerNormGrad(GradBuilder& b, const Node& n, std::span<Value
 void registerLayerNorm(OpRegistry& r) {
   OpDef d;
   d.name = "layer_norm";
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    const TensorType& x = c.inputs[0];
+    KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(x.rank())));
+    RowSpec s;
+    std::vector<int64_t> inner;
+    for (int64_t d = axis; d < static_cast<int64_t>(x.rank()); ++d) inner.push_back(d);
+    s.reduceAxes = inner;
+    s.operandAxes = {everyAxis(x.rank())};
+    for (size_t i = 1; i < c.inputs.size(); ++i) s.operandAxes.push_back(inner);
+    s.resultAxes = {everyAxis(x.rank())};
+    s.resultScopes = {RowScope::Element};
+    return s;
+  };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    const TensorType& x = c.inputs[0];
+    int64_t axis = *normalizeAxis(c.getInt("axis"), static_cast<int64_t>(x.rank()));
+    double n = static_cast<double>(numElements(Shape(x.shape.begin() + axis, x.shape.end())));
+    Scalar mean = b.reduce(RowCombiner::Sum, in[0]) / n;
+    Scalar var = b.reduce(RowCombiner::Sum, (in[0] - mean) * (in[0] - mean)) / n;
+    Scalar y = (in[0] - mean) * (1.0 / sqrt(var + c.getFloat("epsilon")));
+    if (in.size() > 1) y = y * in[1];
+    if (in.size() > 2) y = y + in[2];
+    return {y};
+  };
   d.summary = "normalises over axes [axis, rank) with the biased variance, then * scale + bias "
               "(optional, shaped x.shape[axis:]); ONNX LayerNormalization";
   d.minInputs = 1;

@@ -352,6 +352,20 @@ void registerGlobalAvgPool(OpRegistry& r) {
   };
   d.reference = globalAvgPoolReference;
   d.grad = globalAvgPoolGrad;
+  // One row per (n, c): the spatial axes, kept as extent-1 axes.
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    KF_ASSIGN_OR_RETURN(Image x, imageOf(c));
+    RowSpec s;
+    s.reduceAxes = x.channelsLast ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
+    s.operandAxes = {{0, 1, 2, 3}};
+    s.resultAxes = {x.channelsLast ? std::vector<int64_t>{0, -1, -1, 3} : std::vector<int64_t>{0, 1, -1, -1}};
+    s.resultScopes = {RowScope::Row};
+    return s;
+  };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Image x = *imageOf(c);
+    return {b.reduce(RowCombiner::Sum, in[0]) / static_cast<double>(x.h * x.w)};
+  };
   r.add(std::move(d));
 }
 

@@ -156,21 +156,80 @@ std::vector<Value*> extremumGrad(GradBuilder& b, const Node& n, std::span<Value*
   return {b.op("where", {mask, share, b.scalarLike(0, share)})};
 }
 
+// ---- row programs (how the reductions run inside a fused kernel)
+
+std::vector<int64_t> allAxes(size_t rank) {
+  std::vector<int64_t> axes(rank);
+  for (size_t d = 0; d < rank; ++d) axes[d] = static_cast<int64_t>(d);
+  return axes;
+}
+
+// The primary operand spans every axis; the result keeps the outer ones (and
+// -1 placeholders for reduced axes kept as 1).
+Expected<RowSpec> reduceRowSpec(const OpCall& c) {
+  KF_ASSIGN_OR_RETURN(auto axes, reducedAxes(c));
+  RowSpec s;
+  s.reduceAxes = axes;
+  s.operandAxes = {allAxes(c.inputs[0].rank())};
+  std::vector<int64_t> result;
+  for (int64_t d = 0; d < static_cast<int64_t>(c.inputs[0].rank()); ++d) {
+    if (!contains(axes, d))
+      result.push_back(d);
+    else if (c.getBool("keepdims"))
+      result.push_back(-1);
+  }
+  s.resultAxes = {result};
+  s.resultScopes = {RowScope::Row};
+  return s;
+}
+
+RowFn reduceRow(RowCombiner comb, bool mean) {
+  return [comb, mean](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Scalar acc = b.reduce(comb, in[0]);
+    if (!mean) return {acc};
+    int64_t n = 1;
+    std::vector<int64_t> axes = *reducedAxes(c);  // a local: iterating *temporary would dangle
+    for (int64_t a : axes) n *= c.inputs[0].shape[static_cast<size_t>(a)];
+    return {acc / static_cast<double>(n)};
+  };
+}
+
+// One axis of every operand, every result per element.
+RowSpecFn laneSpec(size_t operands) {
+  return [operands](const OpCall& c) -> Expected<RowSpec> {
+    KF_ASSIGN_OR_RETURN(int64_t axis, singleAxis(c));
+    RowSpec s;
+    s.reduceAxes = {axis};
+    s.operandAxes.assign(operands, allAxes(c.inputs[0].rank()));
+    s.resultAxes = {allAxes(c.inputs[0].rank())};
+    s.resultScopes = {RowScope::Element};
+    return s;
+  };
+}
+
 void registerReduces(OpRegistry& r) {
   auto plus = [](double a, double x) { return a + x; };
   auto asIs = [](double a, int64_t) { return a; };
-  reduceOp(r, "reduce_sum", "sum over `axes` (all axes when empty)", Domain::Numeric, {0.0, plus, asIs}).grad =
-      sumGrad;
+  OpDef& sum = reduceOp(r, "reduce_sum", "sum over `axes` (all axes when empty)", Domain::Numeric, {0.0, plus, asIs});
+  sum.grad = sumGrad;
+  sum.rowSpec = reduceRowSpec;
+  sum.row = reduceRow(RowCombiner::Sum, false);
   // The mean of zero elements is 0/0 = NaN, as in NumPy and torch.
-  reduceOp(r, "reduce_mean", "mean over `axes` (all axes when empty)", Domain::Float,
-           {0.0, plus, [](double a, int64_t n) { return a / static_cast<double>(n); }})
-      .grad = meanGrad;
-  reduceOp(r, "reduce_max", "maximum over `axes` (all axes when empty), NaN-propagating", Domain::Numeric,
-           {-kInf, maxPropagatingNaN, asIs})
-      .grad = extremumGrad;
-  reduceOp(r, "reduce_min", "minimum over `axes` (all axes when empty), NaN-propagating", Domain::Numeric,
-           {kInf, minPropagatingNaN, asIs})
-      .grad = extremumGrad;
+  OpDef& mean = reduceOp(r, "reduce_mean", "mean over `axes` (all axes when empty)", Domain::Float,
+                         {0.0, plus, [](double a, int64_t n) { return a / static_cast<double>(n); }});
+  mean.grad = meanGrad;
+  mean.rowSpec = reduceRowSpec;
+  mean.row = reduceRow(RowCombiner::Sum, true);
+  OpDef& mx = reduceOp(r, "reduce_max", "maximum over `axes` (all axes when empty), NaN-propagating",
+                       Domain::Numeric, {-kInf, maxPropagatingNaN, asIs});
+  mx.grad = extremumGrad;
+  mx.rowSpec = reduceRowSpec;
+  mx.row = reduceRow(RowCombiner::Max, false);
+  OpDef& mn = reduceOp(r, "reduce_min", "minimum over `axes` (all axes when empty), NaN-propagating",
+                       Domain::Numeric, {kInf, minPropagatingNaN, asIs});
+  mn.grad = extremumGrad;
+  mn.rowSpec = reduceRowSpec;
+  mn.row = reduceRow(RowCombiner::Min, false);
 }
 
 // ---- argmax, softmax, log_softmax: one axis ----
@@ -290,7 +349,7 @@ Tensor softmaxGradReference(const Tensor& dy, const Tensor& y, const TensorType&
   return out;
 }
 
-void softmaxGradOp(OpRegistry& r, std::string name, std::string summary, bool log) {
+OpDef& softmaxGradOp(OpRegistry& r, std::string name, std::string summary, bool log) {
   OpDef d;
   d.name = std::move(name);
   d.summary = std::move(summary);
@@ -309,7 +368,7 @@ void softmaxGradOp(OpRegistry& r, std::string name, std::string summary, bool lo
     KF_ASSIGN_OR_RETURN(int64_t axis, singleAxis(c));
     return std::vector<Tensor>{softmaxGradReference(*in[0], *in[1], out[0], axis, log)};
   };
-  r.add(std::move(d));
+  return r.add(std::move(d));
 }
 
 GradFn softmaxGrad(const char* gradOp) {
@@ -323,11 +382,37 @@ GradFn softmaxGrad(const char* gradOp) {
 void registerReductionOps(OpRegistry& r) {
   registerReduces(r);
   registerArgmax(r);
-  softmaxOp(r, "softmax", "exp(x) / sum(exp(x)) along `axis`", false).grad = softmaxGrad("softmax_grad");
-  softmaxOp(r, "log_softmax", "x - log(sum(exp(x))) along `axis`", true).grad = softmaxGrad("log_softmax_grad");
-  softmaxGradOp(r, "softmax_grad", "softmax backward from dy and y = softmax(x): y * (dy - sum(dy * y))", false);
-  softmaxGradOp(r, "log_softmax_grad", "log_softmax backward from dy and y = log_softmax(x): dy - exp(y) * sum(dy)",
-                true);
+  // Row programs subtract the row maximum first, as the references do.
+  OpDef& softmax = softmaxOp(r, "softmax", "exp(x) / sum(exp(x)) along `axis`", false);
+  softmax.grad = softmaxGrad("softmax_grad");
+  softmax.rowSpec = laneSpec(1);
+  softmax.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Scalar m = b.reduce(RowCombiner::Max, in[0]);
+    Scalar s = b.reduce(RowCombiner::Sum, exp(in[0] - m));
+    return {exp(in[0] - m) / s};
+  };
+  OpDef& logSoftmax = softmaxOp(r, "log_softmax", "x - log(sum(exp(x))) along `axis`", true);
+  logSoftmax.grad = softmaxGrad("log_softmax_grad");
+  logSoftmax.rowSpec = laneSpec(1);
+  logSoftmax.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Scalar m = b.reduce(RowCombiner::Max, in[0]);
+    Scalar s = b.reduce(RowCombiner::Sum, exp(in[0] - m));
+    return {in[0] - m - log(s)};
+  };
+  OpDef& softmaxBack = softmaxGradOp(r, "softmax_grad",
+                                     "softmax backward from dy and y = softmax(x): y * (dy - sum(dy * y))", false);
+  softmaxBack.rowSpec = laneSpec(2);
+  softmaxBack.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Scalar dot = b.reduce(RowCombiner::Sum, in[0] * in[1]);
+    return {in[1] * (in[0] - dot)};
+  };
+  OpDef& logSoftmaxBack = softmaxGradOp(
+      r, "log_softmax_grad", "log_softmax backward from dy and y = log_softmax(x): dy - exp(y) * sum(dy)", true);
+  logSoftmaxBack.rowSpec = laneSpec(2);
+  logSoftmaxBack.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
+    Scalar s = b.reduce(RowCombiner::Sum, in[0]);
+    return {in[0] - exp(in[1]) * s};
+  };
 }
 
 }  // namespace kfuse

@@ -153,21 +153,46 @@ std::vector<Value*> reshapeBack(GradBuilder& b, const Node& n, std::span<Value* 
   return {b.reshape(dy[0], n.operand(0)->type().shape)};
 }
 
+// A reshape that only inserts or removes extent-1 axes keeps every other
+// axis, in order: the operand index is an affine (identity) map of the
+// result's. Reshapes that merge or split axes are not affine.
+Expected<std::vector<AxisMap>> unitAxisMap(const OpCall& c, const Shape& result) {
+  const Shape& in = c.inputs[0].shape;
+  std::vector<AxisMap> map(in.size(), AxisMap{-1, 0, 0});
+  size_t r = 0;
+  for (size_t j = 0; j < in.size(); ++j) {
+    if (in[j] == 1) continue;
+    while (r < result.size() && result[r] == 1) ++r;
+    if (r == result.size() || result[r] != in[j])
+      return Error(str("reshape of ", formatType(c.inputs[0]), " to ", formatDims(result), " regroups axes"));
+    map[j] = AxisMap{static_cast<int64_t>(r++), 1, 0};
+  }
+  for (; r < result.size(); ++r)
+    if (result[r] != 1)
+      return Error(str("reshape of ", formatType(c.inputs[0]), " to ", formatDims(result), " regroups axes"));
+  return map;
+}
+
+// Every reshape-like op renames the shape: dy is renamed back, and the
+// index is affine when only extent-1 axes change.
+void addReshapeLike(OpRegistry& r, OpDef d) {
+  d.grad = reshapeBack;
+  d.affine = unitAxisMap;
+  r.add(std::move(d));
+}
+
 void registerReshapes(OpRegistry& r) {
-  r.add(shapeOp("reshape",
-                "same elements in row-major order, new shape (one -1 is inferred; 0 is a zero size) and layout tag",
-                {{"shape", AttrKind::Ints, std::nullopt}, {"layout", AttrKind::String, Attribute("plain")}},
-                inferReshape, sameBytes))
-      .grad = reshapeBack;
-  r.add(shapeOp("squeeze", "removes the listed size-1 axes (default: every size-1 axis)",
-                {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferSqueeze, sameBytes))
-      .grad = reshapeBack;
-  r.add(shapeOp("unsqueeze", "inserts size-1 axes at the listed positions of the result",
-                {{"axes", AttrKind::Ints, std::nullopt}}, inferUnsqueeze, sameBytes))
-      .grad = reshapeBack;
-  r.add(shapeOp("flatten", "2-D [prod(dims[:axis]), prod(dims[axis:])]",
-                {{"axis", AttrKind::Int, Attribute(int64_t{1})}}, inferFlatten, sameBytes))
-      .grad = reshapeBack;
+  addReshapeLike(r, shapeOp("reshape",
+                            "same elements in row-major order, new shape (one -1 is inferred; 0 is a zero size) and "
+                            "layout tag",
+                            {{"shape", AttrKind::Ints, std::nullopt}, {"layout", AttrKind::String, Attribute("plain")}},
+                            inferReshape, sameBytes));
+  addReshapeLike(r, shapeOp("squeeze", "removes the listed size-1 axes (default: every size-1 axis)",
+                            {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferSqueeze, sameBytes));
+  addReshapeLike(r, shapeOp("unsqueeze", "inserts size-1 axes at the listed positions of the result",
+                            {{"axes", AttrKind::Ints, std::nullopt}}, inferUnsqueeze, sameBytes));
+  addReshapeLike(r, shapeOp("flatten", "2-D [prod(dims[:axis]), prod(dims[axis:])]",
+                            {{"axis", AttrKind::Int, Attribute(int64_t{1})}}, inferFlatten, sameBytes));
 }
 
 // ------------------------------------------------------------ transpose, expand
@@ -231,15 +256,37 @@ std::vector<Value*> transposeGrad(GradBuilder& b, const Node& n, std::span<Value
   return {b.op("transpose", {dy[0]}, {{"perm", Attribute(inverse)}})};
 }
 
+// out[i] = in[perm[i]]: operand axis perm[i] follows result axis i.
+Expected<std::vector<AxisMap>> transposeMap(const OpCall& c, const Shape&) {
+  KF_ASSIGN_OR_RETURN(auto perm, permutation(c));
+  std::vector<AxisMap> map(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) map[static_cast<size_t>(perm[i])] = AxisMap{static_cast<int64_t>(i), 1, 0};
+  return map;
+}
+
+// NumPy broadcasting: operand axes align with the result's trailing axes;
+// an extent-1 axis that broadcasts reads index 0.
+Expected<std::vector<AxisMap>> broadcastMap(const OpCall& c, const Shape& result) {
+  const Shape& in = c.inputs[0].shape;
+  std::vector<AxisMap> map(in.size());
+  size_t lead = result.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j)
+    map[j] = in[j] == 1 && result[lead + j] != 1 ? AxisMap{-1, 0, 0} : AxisMap{static_cast<int64_t>(lead + j), 1, 0};
+  return map;
+}
+
 void registerPermutes(OpRegistry& r) {
-  r.add(shapeOp("transpose", "permutes axes: out.shape[i] = in.shape[perm[i]] (default: reverse them)",
-                {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferTranspose, referenceTranspose))
-      .grad = transposeGrad;
-  r.add(shapeOp("expand", "broadcasts to the NumPy broadcast of the input shape and `shape` (ONNX Expand)",
-                {{"shape", AttrKind::Ints, std::nullopt}}, inferExpand, referenceExpand))
-      .grad = [](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
+  OpDef& transpose =
+      r.add(shapeOp("transpose", "permutes axes: out.shape[i] = in.shape[perm[i]] (default: reverse them)",
+                    {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferTranspose, referenceTranspose));
+  transpose.grad = transposeGrad;
+  transpose.affine = transposeMap;
+  OpDef& expand = r.add(shapeOp("expand", "broadcasts to the NumPy broadcast of the input shape and `shape` (ONNX Expand)",
+                                {{"shape", AttrKind::Ints, std::nullopt}}, inferExpand, referenceExpand));
+  expand.grad = [](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
     return {b.sumToShape(dy[0], n.operand(0)->type().shape)};
   };
+  expand.affine = broadcastMap;
 }
 
 // ------------------------------------------------------------ concat, split

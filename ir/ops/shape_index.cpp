@@ -251,6 +251,14 @@ std::vector<Value*> sliceGrad(GradBuilder& b, const Node& n, std::span<Value* co
   return {b.op("pad", {dy[0]}, {{"pads", Attribute(begins)}})};
 }
 
+// Operand index along each axis = start + step * result index.
+Expected<std::vector<AxisMap>> sliceMap(const OpCall& c, const Shape&) {
+  KF_ASSIGN_OR_RETURN(auto axes, sliceAxes(c));
+  std::vector<AxisMap> map;
+  for (size_t d = 0; d < axes.size(); ++d) map.push_back(AxisMap{static_cast<int64_t>(d), axes[d].step, axes[d].start});
+  return map;
+}
+
 // Constant padding places x inside the result: padding dy with the negated
 // pads crops it back (and negative pads, which cropped x, pad with zeros).
 std::vector<Value*> padGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
@@ -316,13 +324,14 @@ Tensors referenceGatherGrad(const OpCall& c, Inputs in, Outputs out) {
 }  // namespace
 
 void registerShapeIndexOps(OpRegistry& r) {
-  r.add(indexOp("slice", "ONNX Slice: starts/ends/axes/steps, negative and out-of-range values allowed", 1,
+  OpDef& slice = r.add(indexOp("slice", "ONNX Slice: starts/ends/axes/steps, negative and out-of-range values allowed", 1,
                 {{"starts", AttrKind::Ints, std::nullopt},
                  {"ends", AttrKind::Ints, std::nullopt},
                  {"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
                  {"steps", AttrKind::Ints, Attribute(std::vector<int64_t>{})}},
-                inferSlice, referenceSlice))
-      .grad = sliceGrad;
+                inferSlice, referenceSlice));
+  slice.grad = sliceGrad;
+  slice.affine = sliceMap;
   r.add(indexOp("pad", "pads (all begins, then all ends; negative crops) by mode constant, reflect or edge", 1,
                 {{"pads", AttrKind::Ints, std::nullopt},
                  {"mode", AttrKind::String, Attribute("constant")},

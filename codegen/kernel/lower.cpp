@@ -1,0 +1,365 @@
+#include "codegen/kernel/lower.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+#include "ir/op_registry.h"
+#include "ir/support/strings.h"
+#include "ir/value_names.h"
+
+namespace kfuse::kernel {
+namespace {
+
+// A value's dims as affine functions of the iteration dims: dim j of the
+// value at iteration point i is offset + scale * i[dim] (dim -1: constant).
+struct AffineDim {
+  int dim = -1;
+  int64_t scale = 0;
+  int64_t offset = 0;
+  bool operator==(const AffineDim&) const = default;
+};
+using DimMap = std::vector<AffineDim>;
+
+std::string key(const Value* v, const DimMap& m) {
+  std::string k = str(static_cast<const void*>(v));
+  for (const AffineDim& a : m) k += str("|", a.dim, "*", a.scale, "+", a.offset);
+  return k;
+}
+
+// Leaves are numbered in separate ranges while the kernel grows and
+// renumbered into kernel_ir.h's order at the end.
+constexpr int kAccBase = 1 << 20;
+constexpr int kPrologueBase = 2 << 20;
+constexpr int kGlobalBase = 3 << 20;
+
+OpCall callOf(const Node& n, std::vector<TensorType>& types) {
+  types.clear();
+  for (const Value* v : n.operands()) types.push_back(v->type());
+  return OpCall{n.op(), n.attrs(), types, &n, n.body()};
+}
+
+bool isSplatConstant(const Node& n) {
+  if (n.opName() != "constant") return false;
+  const Tensor& t = n.attr("value").asTensor();
+  for (int64_t i = 1; i < t.numElements(); ++i)
+    if (t.at(i) != t.at(0)) return false;
+  return t.numElements() > 0;
+}
+
+class Lowering;
+
+class RowBuilderImpl : public RowBuilder {
+ public:
+  RowBuilderImpl(Lowering& l, std::vector<int> iterDims) : l_(l), iterDims_(std::move(iterDims)) {}
+  Scalar reduce(RowCombiner c, const Scalar& value) override;
+  Scalar prologue(RowCombiner c, const Scalar& value) override;
+  Scalar global(RowCombiner c, const Scalar& value) override;
+  Scalar position(int64_t axis) override { return Scalar::index(iterDims_[static_cast<size_t>(axis)]); }
+
+ private:
+  Lowering& l_;
+  std::vector<int> iterDims_;  // primary axis -> iteration dim
+};
+
+Combiner toCombiner(RowCombiner c) {
+  return c == RowCombiner::Sum ? Combiner::Sum : c == RowCombiner::Max ? Combiner::Max : Combiner::Min;
+}
+
+class Lowering {
+ public:
+  Lowering(const Graph& body, std::string name) : body_(body), names_(body) { k_.name = std::move(name); }
+
+  Expected<Kernel> run() {
+    for (const auto& a : body_.arguments()) {
+      argBuffer_[a.get()] = static_cast<int>(k_.buffers.size());
+      k_.buffers.push_back({str("in", k_.buffers.size()), a->type(), false});
+    }
+    KF_RETURN_IF_ERROR(setupSpace());
+    for (size_t i = 0; i < body_.results().size(); ++i) KF_RETURN_IF_ERROR(addStore(body_.results()[i], i));
+    renumber();
+    KF_RETURN_IF_ERROR(verifyKernel(k_));
+    return k_;
+  }
+
+  // Called by RowBuilderImpl: identical reductions (the max and sum of a
+  // cross-entropy forward and its gradient) are computed once.
+  Scalar addReduction(Combiner c, const Scalar& value) {
+    std::string k = str(combinerName(c), ":", formatScalar(*value.node()));
+    auto it = reductionIndex_.find(k);
+    if (it == reductionIndex_.end()) {
+      it = reductionIndex_.emplace(k, static_cast<int>(k_.reductions.size())).first;
+      k_.reductions.push_back({c, value.node()});
+    }
+    return Scalar::input(kAccBase + it->second, value.type());
+  }
+  Scalar addGlobal(Combiner c, const Scalar& value, bool prologue) {
+    std::vector<Global>& list = prologue ? k_.prologue : k_.globals;
+    list.push_back({c, value.node()});
+    return Scalar::input((prologue ? kPrologueBase : kGlobalBase) + static_cast<int>(list.size() - 1), value.type());
+  }
+
+ private:
+  Error failAt(const Node& n, const std::string& msg) const {
+    return Error(str("cannot lower ", describeNode(n, names_), " into kernel @", k_.name, ": ", msg));
+  }
+
+  // The iteration space: from the row ops when there are any (all must
+  // agree), else the shape of the largest result.
+  Status setupSpace() {
+    std::vector<TensorType> types;
+    for (const auto& n : body_.nodeList()) {
+      if (!n->op().rowSpec) continue;
+      auto spec = n->op().rowSpec(callOf(*n, types));
+      if (!spec) return failAt(*n, spec.error().message());
+      const Shape& primary = n->operand(spec->primary)->type().shape;
+      Shape outer, reduce;
+      std::vector<int> dims(primary.size());
+      for (size_t a = 0; a < primary.size(); ++a) {
+        bool reduced = std::find(spec->reduceAxes.begin(), spec->reduceAxes.end(), a) != spec->reduceAxes.end();
+        (reduced ? reduce : outer).push_back(primary[a]);
+      }
+      int o = 0, r = static_cast<int>(outer.size());
+      for (size_t a = 0; a < primary.size(); ++a) {
+        bool reduced = std::find(spec->reduceAxes.begin(), spec->reduceAxes.end(), a) != spec->reduceAxes.end();
+        dims[a] = reduced ? r++ : o++;
+      }
+      if (!spaceSet_) {
+        k_.outer = outer;
+        k_.reduce = reduce;
+        spaceSet_ = true;
+      } else if (outer != k_.outer || reduce != k_.reduce) {
+        return failAt(*n, str("its loops (outer ", formatDims(outer), ", row ", formatDims(reduce),
+                              ") differ from the kernel's (outer ", formatDims(k_.outer), ", row ",
+                              formatDims(k_.reduce), ")"));
+      }
+      rows_[n.get()] = {*spec, dims};
+    }
+    if (!spaceSet_) {
+      for (const Value* v : body_.results())
+        if (v->type().numElements() >= numElements(k_.outer) || k_.outer.empty()) k_.outer = v->type().shape;
+    }
+    return Status::ok();
+  }
+
+  size_t numDims() const { return k_.outer.size() + k_.reduce.size(); }
+
+  // The map reading a row op's operand or result with the given axes.
+  DimMap rowMap(const std::vector<int>& iterDims, const std::vector<int64_t>& axes) const {
+    DimMap m;
+    for (int64_t a : axes) m.push_back(a < 0 ? AffineDim{} : AffineDim{iterDims[static_cast<size_t>(a)], 1, 0});
+    return m;
+  }
+
+  Scalar load(const Value* arg, const DimMap& m) {
+    IndexMap im;
+    im.strides.assign(numDims(), 0);
+    std::vector<int64_t> strides = stridesOf(arg->type().shape);
+    for (size_t j = 0; j < m.size(); ++j) {
+      im.base += strides[j] * m[j].offset;
+      if (m[j].dim >= 0) im.strides[static_cast<size_t>(m[j].dim)] += strides[j] * m[j].scale;
+    }
+    int buffer = argBuffer_.at(arg);
+    std::string k = str(buffer, ":", im.base);
+    for (int64_t s : im.strides) k += str(",", s);
+    auto it = loadIndex_.find(k);
+    if (it == loadIndex_.end()) {
+      it = loadIndex_.emplace(k, static_cast<int>(k_.loads.size())).first;
+      k_.loads.push_back({buffer, im});
+    }
+    return Scalar::input(it->second, arg->type().dtype);
+  }
+
+  // Operand maps of a NumPy-broadcasting op from its result's map.
+  static DimMap broadcastOperand(const DimMap& m, const Shape& result, const Shape& operand) {
+    DimMap out(operand.size());
+    size_t lead = result.size() - operand.size();
+    for (size_t j = 0; j < operand.size(); ++j)
+      out[j] = operand[j] == 1 && result[lead + j] != 1 ? AffineDim{} : m[lead + j];
+    return out;
+  }
+
+  Expected<Scalar> valueAt(const Value* v, const DimMap& m) {
+    std::string k = key(v, m);
+    if (auto it = memo_.find(k); it != memo_.end()) return it->second;
+    KF_ASSIGN_OR_RETURN(Scalar s, compute(v, m));
+    memo_.emplace(k, s);
+    return s;
+  }
+
+  Expected<Scalar> compute(const Value* v, const DimMap& m) {
+    if (v->kind() == Value::Kind::Argument) return load(v, m);
+    const Node& n = *v->producer();
+    std::vector<TensorType> types;
+    OpCall call = callOf(n, types);
+    if (n.opName() == "constant") {
+      if (!isSplatConstant(n)) return failAt(n, "only constants with one value can be part of a kernel");
+      return Scalar::constant(n.attr("value").asTensor().at(0), computeType(v->type().dtype));
+    }
+    if (n.op().scalar) {
+      std::vector<Scalar> operands;
+      for (const Value* u : n.operands()) {
+        KF_ASSIGN_OR_RETURN(Scalar s, valueAt(u, broadcastOperand(m, v->type().shape, u->type().shape)));
+        operands.push_back(s);
+      }
+      return n.op().scalar(call, operands)[static_cast<size_t>(v->resultIndex())];
+    }
+    if (n.op().affine) {
+      auto axes = n.op().affine(call, v->type().shape);
+      if (!axes) return failAt(n, axes.error().message());
+      DimMap um;
+      for (const AxisMap& a : *axes) {
+        if (a.resultAxis < 0) {
+          um.push_back({-1, 0, a.offset});
+          continue;
+        }
+        const AffineDim& r = m[static_cast<size_t>(a.resultAxis)];
+        um.push_back({r.dim, r.scale * a.scale, r.offset * a.scale + a.offset});
+      }
+      return valueAt(n.operand(0), um);
+    }
+    if (rows_.count(&n)) return rowResult(n, v, m);
+    return failAt(n, "op '" + std::string(n.opName()) + "' has no kernel form");
+  }
+
+  Expected<Scalar> rowResult(const Node& n, const Value* v, const DimMap& m) {
+    const auto& [spec, dims] = rows_.at(&n);
+    auto k = static_cast<size_t>(v->resultIndex());
+    if (rowMap(dims, spec.resultAxes[k]) != m)
+      return failAt(n, str("result ", k, " is read along other axes than the row op computes it"));
+    auto it = rowResults_.find(&n);
+    if (it == rowResults_.end()) {
+      std::vector<Scalar> operands;
+      for (size_t i = 0; i < n.numOperands(); ++i) {
+        KF_ASSIGN_OR_RETURN(Scalar s, valueAt(n.operand(i), rowMap(dims, spec.operandAxes[i])));
+        operands.push_back(s);
+      }
+      RowBuilderImpl b(*this, dims);
+      std::vector<TensorType> types;
+      it = rowResults_.emplace(&n, n.op().row(b, callOf(n, types), operands)).first;
+    }
+    return it->second[k];
+  }
+
+  // Where result `v` is stored from: a row op's own map, else the first row
+  // op's element or row map whose shape it has, else the outer space.
+  Expected<DimMap> naturalMap(const Value* v) {
+    if (const Node* p = v->producer(); p && rows_.count(p))
+      return rowMap(rows_.at(p).second, rows_.at(p).first.resultAxes[static_cast<size_t>(v->resultIndex())]);
+    for (const auto& [node, row] : rows_) {
+      const auto& [spec, dims] = row;
+      if (node->operand(spec.primary)->type().shape == v->type().shape)
+        return rowMap(dims, spec.operandAxes[spec.primary]);
+      for (size_t k = 0; k < spec.resultAxes.size(); ++k)
+        if (node->result(k)->type().shape == v->type().shape && spec.resultScopes[k] != RowScope::Global)
+          return rowMap(dims, spec.resultAxes[k]);
+    }
+    if (rows_.empty() && v->type().shape == k_.outer) {
+      DimMap m;
+      for (size_t d = 0; d < k_.outer.size(); ++d) m.push_back({static_cast<int>(d), 1, 0});
+      return m;
+    }
+    if (v->type().rank() == 0) return DimMap{};
+    return Error(str("kernel @", k_.name, ": result ", names_(v), " ", formatType(v->type()),
+                     " does not match the kernel's loops (outer ", formatDims(k_.outer), ", row ",
+                     formatDims(k_.reduce), ")"));
+  }
+
+  Status addStore(const Value* v, size_t index) {
+    int buffer = static_cast<int>(k_.buffers.size());
+    k_.buffers.push_back({str("out", index), v->type(), true});
+    KF_ASSIGN_OR_RETURN(DimMap m, naturalMap(v));
+    KF_ASSIGN_OR_RETURN(Scalar value, valueAt(v, m));
+    Store s;
+    s.buffer = buffer;
+    s.map.strides.assign(numDims(), 0);
+    std::vector<int64_t> strides = stridesOf(v->type().shape);
+    std::vector<bool> written(numDims(), false);
+    for (size_t j = 0; j < m.size(); ++j) {
+      s.map.base += strides[j] * m[j].offset;
+      if (m[j].dim < 0) continue;
+      s.map.strides[static_cast<size_t>(m[j].dim)] += strides[j] * m[j].scale;
+      written[static_cast<size_t>(m[j].dim)] = true;
+    }
+    bool readsGlobals = dependsOn(*value.node(), kGlobalBase, kGlobalBase + (1 << 20));
+    bool spansRow = false;
+    for (size_t d = k_.outer.size(); d < numDims(); ++d) spansRow |= written[d];
+    s.scope = readsGlobals ? StoreScope::Final : (spansRow || k_.reduce.empty() ? StoreScope::Element : StoreScope::Row);
+    if (s.scope != StoreScope::Final)
+      for (size_t d = 0; d < k_.outer.size(); ++d)
+        if (!written[d] && k_.outer[d] != 1)
+          return Error(str("kernel @", k_.name, ": result ", names_(v), " would be written once per point of outer dim ",
+                           d, " (it does not span it)"));
+    s.value = value.node();
+    k_.stores.push_back(s);
+    return Status::ok();
+  }
+
+  static bool dependsOn(const ScalarNode& n, int lo, int hi) {
+    if (n.op == ScalarOp::Input) return n.input >= lo && n.input < hi;
+    for (const auto& a : n.args)
+      if (dependsOn(*a, lo, hi)) return true;
+    return false;
+  }
+
+  // Final leaf numbering: loads, accumulators, prologue globals, globals.
+  void renumber() {
+    std::unordered_map<const ScalarNode*, ScalarRef> done;
+    auto remap = [&](int i) {
+      int loads = static_cast<int>(k_.loads.size()), accs = static_cast<int>(k_.reductions.size());
+      int pro = static_cast<int>(k_.prologue.size());
+      if (i >= kGlobalBase) return loads + accs + pro + (i - kGlobalBase);
+      if (i >= kPrologueBase) return loads + accs + (i - kPrologueBase);
+      if (i >= kAccBase) return loads + (i - kAccBase);
+      return i;
+    };
+    std::function<ScalarRef(const ScalarRef&)> rebuild = [&](const ScalarRef& n) -> ScalarRef {
+      if (auto it = done.find(n.get()); it != done.end()) return it->second;
+      auto copy = std::make_shared<ScalarNode>(*n);
+      if (copy->op == ScalarOp::Input) copy->input = remap(copy->input);
+      for (ScalarRef& a : copy->args) a = rebuild(a);
+      ScalarRef out = copy;
+      done.emplace(n.get(), out);
+      return out;
+    };
+    for (Reduction& r : k_.reductions) r.value = rebuild(r.value);
+    for (Global& g : k_.prologue) g.value = rebuild(g.value);
+    for (Global& g : k_.globals) g.value = rebuild(g.value);
+    for (Store& s : k_.stores) s.value = rebuild(s.value);
+  }
+
+  const Graph& body_;
+  ValueNames names_;
+  Kernel k_;
+  bool spaceSet_ = false;
+  std::map<const Value*, int> argBuffer_;
+  std::map<const Node*, std::pair<RowSpec, std::vector<int>>> rows_;
+  std::unordered_map<std::string, Scalar> memo_;
+  std::map<const Node*, std::vector<Scalar>> rowResults_;
+  std::map<std::string, int> loadIndex_, reductionIndex_;
+};
+
+Scalar RowBuilderImpl::reduce(RowCombiner c, const Scalar& value) { return l_.addReduction(toCombiner(c), value); }
+Scalar RowBuilderImpl::prologue(RowCombiner c, const Scalar& value) {
+  return l_.addGlobal(toCombiner(c), value, true);
+}
+Scalar RowBuilderImpl::global(RowCombiner c, const Scalar& value) { return l_.addGlobal(toCombiner(c), value, false); }
+
+}  // namespace
+
+std::string notKernelizable(const Node& n) {
+  if (n.op().affine) {
+    std::vector<TensorType> types;
+    auto map = n.op().affine(callOf(n, types), n.result()->type().shape);
+    return map ? "" : map.error().message();
+  }
+  if (n.op().scalar || (n.op().rowSpec && n.op().row)) return "";
+  if (isSplatConstant(n)) return "";
+  if (n.opName() == "constant") return "a constant with more than one value is kept in memory";
+  return str("op '", n.opName(), "' has no kernel form");
+}
+
+Expected<Kernel> lowerToKernel(const Graph& body, const std::string& name) { return Lowering(body, name).run(); }
+
+}  // namespace kfuse::kernel
