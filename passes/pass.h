@@ -2,6 +2,7 @@
 // changed anything. Pipelines are lists of passes (see pass_registry.h).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,12 +34,19 @@ class Diagnostics {
   std::vector<Remark> remarks_;
 };
 
+// Whether a group of nodes (a candidate fused body) can become one launch
+// on the target: "" if it can, else the reason. Supplied by the driver from
+// the code generator, so passes need not depend on codegen/.
+using GroupChecker = std::function<std::string(const Graph& body)>;
+
 struct PassContext {
   // Sink for errors and remarks; never null while a pipeline runs. The
   // context itself is read-only to passes; what they report goes here.
   Diagnostics* diag = nullptr;
   // Emit remarks (e.g. `kfuse opt --remarks`).
   bool remarks = false;
+  // Fusion legality; without it the fusion pass forms no groups.
+  GroupChecker canFormLaunch;
 };
 
 class Pass {

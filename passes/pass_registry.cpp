@@ -30,6 +30,7 @@ const std::vector<PassInfo>& allPasses() {
              createConstantFoldPass),
       simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       simple("dce", "removes nodes whose results are unused", createDCEPass),
+      {"fuse", "groups nodes into fused nodes, each one launch (options: exclude=op1,op2)", createFusePass},
   };
   return passes;
 }

@@ -36,5 +36,6 @@ Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options);
 // The autodiff pass with options given as a struct (training.h), applied to
 // function `func` only (every function when empty).
 std::unique_ptr<Pass> createAutodiffPass(const struct TrainingOptions& opts, std::string func);
+Expected<std::unique_ptr<Pass>> createFusePass(const PassOptions& options);
 
 }  // namespace kfuse

@@ -1,14 +1,16 @@
-// Runs functions of a module on a target. Today the only target is the
-// reference interpreter; the compiled CPU and CUDA backends implement the
-// same interface.
+// Runs functions of a module on a target (codegen/backend.h creates them):
+// the reference interpreter, or a compiled plan on a device.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
 #include "ir/interpreter.h"
 
 namespace kfuse {
+
+struct Plan;
 
 class Executor {
  public:
@@ -17,11 +19,10 @@ class Executor {
   // Runs `fn` on `args` with the parameters its module holds now. State
   // updates are returned, not applied: the caller decides (applyUpdates).
   virtual Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) = 0;
+  // Launches performed so far (0 for the interpreter, which launches nothing).
+  virtual uint64_t launches() const { return 0; }
+  // The plan `fn` runs as (null for the interpreter).
+  virtual const Plan* planFor(const Graph& fn) { return nullptr; }
 };
-
-// The names accepted by --target.
-std::vector<std::string> availableTargets();
-// An Error lists the available targets.
-Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target);
 
 }  // namespace kfuse

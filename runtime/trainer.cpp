@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "codegen/backend.h"
 #include "ir/clone.h"
 #include "ir/support/strings.h"
 #include "ir/weights.h"
@@ -17,12 +18,16 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model
   if (!cloneFunction(*fwd, "train_step")) return Error("the model already has a function @train_step");
 
   // The training pipeline: autodiff (loss, backward, optimizer) on the copy,
-  // then the usual simplifications; instrumented like `kfuse opt`.
+  // then the target's passes (simplification, fusion); instrumented like
+  // `kfuse opt`.
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, opts.fuse));
   PassManager pm(opts.instrumentation);
   pm.add(createAutodiffPass(opts.training, "train_step"));
-  KF_ASSIGN_OR_RETURN(auto simplify, parsePipeline(standardPipeline("training")));
-  pm.add(std::move(simplify));
-  KF_RETURN_IF_ERROR(pm.run(*model, PassContext{}));
+  KF_ASSIGN_OR_RETURN(auto passes, parsePipeline(backend.pipeline));
+  pm.add(std::move(passes));
+  PassContext ctx;
+  ctx.canFormLaunch = backend.canFormLaunch;
+  KF_RETURN_IF_ERROR(pm.run(*model, ctx));
 
   KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target));
   t->forward_ = model->findFunction(fwd->name());

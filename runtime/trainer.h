@@ -17,6 +17,8 @@ namespace kfuse {
 struct TrainerOptions {
   TrainingOptions training;
   std::string target = "interpreter";
+  // Fuse (on targets that generate kernels); false: every node its own launch.
+  bool fuse = true;
   // Function to train (default: the module's first).
   std::string forward;
   // Instrumentation of the training pipeline (--print-ir-after=autodiff,

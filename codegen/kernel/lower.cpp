@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "ir/kernel_form.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
@@ -38,14 +39,6 @@ OpCall callOf(const Node& n, std::vector<TensorType>& types) {
   types.clear();
   for (const Value* v : n.operands()) types.push_back(v->type());
   return OpCall{n.op(), n.attrs(), types, &n, n.body()};
-}
-
-bool isSplatConstant(const Node& n) {
-  if (n.opName() != "constant") return false;
-  const Tensor& t = n.attr("value").asTensor();
-  for (int64_t i = 1; i < t.numElements(); ++i)
-    if (t.at(i) != t.at(0)) return false;
-  return t.numElements() > 0;
 }
 
 class Lowering;
@@ -348,18 +341,108 @@ Scalar RowBuilderImpl::global(RowCombiner c, const Scalar& value) { return l_.ad
 
 }  // namespace
 
-std::string notKernelizable(const Node& n) {
-  if (n.op().affine) {
-    std::vector<TensorType> types;
-    auto map = n.op().affine(callOf(n, types), n.result()->type().shape);
-    return map ? "" : map.error().message();
-  }
-  if (n.op().scalar || (n.op().rowSpec && n.op().row)) return "";
-  if (isSplatConstant(n)) return "";
-  if (n.opName() == "constant") return "a constant with more than one value is kept in memory";
-  return str("op '", n.opName(), "' has no kernel form");
-}
+std::string notKernelizable(const Node& n) { return kernelFormIssue(n); }
 
 Expected<Kernel> lowerToKernel(const Graph& body, const std::string& name) { return Lowering(body, name).run(); }
+
+namespace {
+
+bool isGemm(const Node& n) { return n.op().fusion == FusionClass::GemmLike; }
+
+// Groups the body's nodes (the GEMM aside) into parts connected by values.
+std::vector<std::vector<const Node*>> independentParts(const Graph& body, const Node* gemm) {
+  std::vector<const Node*> nodes;
+  std::map<const Node*, size_t> index;
+  for (const auto& n : body.nodeList())
+    if (n.get() != gemm) {
+      index[n.get()] = nodes.size();
+      nodes.push_back(n.get());
+    }
+  std::vector<size_t> parent(nodes.size());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  std::function<size_t(size_t)> find = [&](size_t i) { return parent[i] == i ? i : parent[i] = find(parent[i]); };
+  for (const Node* n : nodes)
+    for (const Value* v : n->operands())
+      if (v->producer() && index.count(v->producer())) parent[find(index[n])] = find(index[v->producer()]);
+  std::map<size_t, std::vector<const Node*>> parts;
+  for (const Node* n : nodes) parts[find(index[n])].push_back(n);
+  std::vector<std::vector<const Node*>> out;
+  for (auto& [root, part] : parts) out.push_back(std::move(part));
+  return out;
+}
+
+// A graph holding copies of `nodes` (in order): values from outside become
+// arguments, values the body returns become results. Records where each
+// argument and result comes from.
+std::unique_ptr<Graph> extractPart(const Graph& body, const std::vector<const Node*>& nodes, const Node* gemm,
+                                   std::vector<BufferRef>& refs) {
+  auto part = std::make_unique<Graph>(body.name(), body.module());
+  std::map<const Value*, Value*> map;
+  std::map<const Value*, size_t> argIndex;
+  for (size_t i = 0; i < body.arguments().size(); ++i) argIndex[body.argument(i)] = i;
+  auto lookup = [&](Value* v) -> Value* {
+    if (auto it = map.find(v); it != map.end()) return it->second;
+    Value* a = part->addArgument(v->name(), v->type());
+    refs.push_back(v->producer() == gemm && gemm ? BufferRef{BufferRef::Kind::Gemm, 0}
+                                                 : BufferRef{BufferRef::Kind::Argument, argIndex.at(v)});
+    map[v] = a;
+    return a;
+  };
+  for (const Node* n : nodes) {
+    std::vector<Value*> operands;
+    for (Value* v : n->operands()) operands.push_back(lookup(v));
+    std::vector<TensorType> types;
+    for (size_t i = 0; i < n->numResults(); ++i) types.push_back(n->result(i)->type());
+    Node* c = part->createNode(n->op(), operands, types, n->attrs());
+    for (size_t i = 0; i < n->numResults(); ++i) map[n->result(i)] = c->result(i);
+  }
+  std::vector<Value*> results;
+  for (size_t i = 0; i < body.results().size(); ++i) {
+    Value* r = body.results()[i];
+    if (!r->producer() || std::find(nodes.begin(), nodes.end(), r->producer()) == nodes.end()) continue;
+    results.push_back(map.at(r));
+    refs.push_back({BufferRef::Kind::Result, i});
+  }
+  part->setResults(results);
+  return part;
+}
+
+}  // namespace
+
+Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name) {
+  LoweredGroup g;
+  for (const auto& n : body.nodeList()) {
+    if (!isGemm(*n)) continue;
+    if (g.gemm) return Error(str("group @", name, " holds more than one GEMM-like op"));
+    if (n->opName() != "matmul") return Error(str("group @", name, ": '", n->opName(), "' takes no fused epilogue"));
+    for (const Value* v : n->operands())
+      if (v->producer())
+        return Error(str("not fused: ", v->producer()->opName(), " -> ", n->opName(),
+                         ": GEMM-like consumer takes no prologue"));
+    g.gemm = n.get();
+  }
+  for (size_t i = 0; i < body.results().size(); ++i)
+    if (g.gemm && body.results()[i]->producer() == g.gemm) g.gemmResult = static_cast<int>(i);
+  std::vector<std::vector<const Node*>> parts = independentParts(body, g.gemm);
+  // A GEMM's launch is the library call plus its own epilogue; unrelated
+  // kernels would be separate launches however they are grouped.
+  if (g.gemm && parts.size() > 1)
+    return Error(str("group @", name, ": a GEMM's launch holds only its epilogue, not ", parts.size() - 1,
+                     " more independent kernel(s)"));
+  for (size_t p = 0; p < parts.size(); ++p) {
+    std::vector<BufferRef> refs;
+    std::unique_ptr<Graph> part = extractPart(body, parts[p], g.gemm, refs);
+    if (part->results().empty()) continue;  // computes nothing the group returns
+    KF_ASSIGN_OR_RETURN(Kernel k, lowerToKernel(*part, parts.size() > 1 ? str(name, "_part", p) : name));
+    g.kernels.push_back(std::move(k));
+    g.buffers.push_back(std::move(refs));
+  }
+  return g;
+}
+
+std::string checkGroup(const Graph& body) {
+  auto g = lowerGroup(body, body.name());
+  return g ? "" : g.error().message();
+}
 
 }  // namespace kfuse::kernel

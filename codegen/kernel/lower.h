@@ -21,4 +21,26 @@ std::string notKernelizable(const Node& n);
 // the lowering cannot express, an op that is not kernelizable.
 Expected<Kernel> lowerToKernel(const Graph& body, const std::string& name);
 
+// Where a kernel buffer comes from, in terms of the group's body.
+struct BufferRef {
+  enum class Kind : uint8_t { Argument, Result, Gemm } kind;
+  size_t index = 0;  // argument or result index (unused for Gemm)
+};
+
+// A fused group as one launch: an optional GEMM first (matmul; its result
+// feeds the kernels as the buffer BufferRef::Gemm), then one kernel per
+// independent part of the rest (horizontal fusion: every parameter's
+// optimizer update in one launch).
+struct LoweredGroup {
+  const Node* gemm = nullptr;   // a node of the body
+  int gemmResult = -1;          // body result the GEMM's output is, if exported
+  std::vector<Kernel> kernels;
+  std::vector<std::vector<BufferRef>> buffers;  // per kernel, per kernel buffer
+};
+
+Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name);
+
+// "" if `body` can be one launch (lowerGroup succeeds), else why not.
+std::string checkGroup(const Graph& body);
+
 }  // namespace kfuse::kernel

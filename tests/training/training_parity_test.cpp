@@ -19,14 +19,17 @@ std::string dataDir() { return std::string(KFUSE_BINARY_DIR) + "/tests/training/
 struct Config {
   std::string name;
   nlohmann::json spec;
+  std::string target;
 };
 
+// Every optimizer configuration on every target.
 std::vector<Config> configs() {
   std::ifstream in(dataDir() + "/configs.json");
   if (!in) return {};
   nlohmann::json j = nlohmann::json::parse(in);
   std::vector<Config> out;
-  for (auto& [name, spec] : j.items()) out.push_back({name, spec});
+  for (const char* target : {"interpreter", "cpu"})
+    for (auto& [name, spec] : j.items()) out.push_back({name, spec, target});
   return out;
 }
 
@@ -57,7 +60,9 @@ TEST_P(TrainingParity, LossesAndWeightsMatchTorch) {
   ASSERT_TRUE(data) << data.error().message();
   auto expected = readWeightsFile(dataDir() + "/expected_" + c.name + ".safetensors");
   ASSERT_TRUE(expected) << expected.error().message();
-  auto trainer = Trainer::create(std::move(*module), optionsFor(c.spec));
+  TrainerOptions opts = optionsFor(c.spec);
+  opts.target = c.target;
+  auto trainer = Trainer::create(std::move(*module), opts);
   ASSERT_TRUE(trainer) << trainer.error().message();
 
   const Tensor& losses = expected->at("losses");
@@ -74,7 +79,7 @@ TEST_P(TrainingParity, LossesAndWeightsMatchTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, TrainingParity, testing::ValuesIn(configs()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& info) { return info.param.target + "_" + info.param.name; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TrainingParity);
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "codegen/kernel/lower.h"
 #include "ir/module_io.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -43,6 +44,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   PassContext ctx;
   ctx.diag = &diag;
   ctx.remarks = a.remarks;
+  ctx.canFormLaunch = kernel::checkGroup;
   Status s = pm.run(**module, ctx);
   if (!s) return reportError("opt", s.error());
   for (const auto& r : diag.remarks()) std::cerr << "remark: [" << r.pass << "] " << r.message << "\n";

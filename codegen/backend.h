@@ -1,0 +1,34 @@
+// What a target is to the rest of kfuse: the pipeline that prepares a
+// function for it, whether a group of nodes can be one launch on it (the
+// fusion pass's legality hook), and an executor that runs functions on it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "passes/pass.h"
+#include "runtime/executor.h"
+#include "runtime/plan.h"
+
+namespace kfuse {
+
+struct Backend {
+  std::string target;
+  // The passes after any autodiff: simplification, then fusion when the
+  // target generates kernels.
+  std::string pipeline;
+  GroupChecker canFormLaunch;  // empty where nothing is fused (interpreter)
+};
+
+// `fuse` false gives the same pipeline without fusion (--no-fuse), so every
+// node is its own launch.
+Expected<Backend> backendFor(std::string_view target, bool fuse = true);
+
+// Executors keep one compiled plan per function they run.
+Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target);
+std::vector<std::string> availableTargets();
+// The target used when none is given: cpu.
+std::string defaultTarget();
+
+}  // namespace kfuse

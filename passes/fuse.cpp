@@ -1,0 +1,252 @@
+// fuse: groups nodes into fused nodes, each of which the code generator turns
+// into one launch. Decisions follow the ops' fusion classes from the
+// registry, never hand-written op pairs:
+//   - a producer joins its consumer's group when the union is one launch for
+//     the target (the GroupChecker from the driver: elementwise/broadcast/
+//     injective chains, a row op with its elementwise producers and
+//     consumers, a GEMM with an elementwise epilogue) and no value path
+//     leaves the union and comes back (that would be a cycle);
+//   - values are never recomputed: a value used outside its group is stored
+//     by the group;
+//   - groups that only produce state updates (the optimizer step of every
+//     parameter, running statistics) are fused horizontally into one launch.
+// Every decision carries its reason; --remarks prints them.
+//   fuse{exclude=op1,op2}: keeps these ops out of every group.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "ir/kernel_form.h"
+#include "ir/op_registry.h"
+#include "ir/support/strings.h"
+#include "ir/topo_sort.h"
+#include "passes/fuse_body.h"
+#include "passes/pass_registry.h"
+
+namespace kfuse {
+namespace {
+
+bool isSplat(const Node& n) { return isSplatConstant(n); }
+
+// Can be in a group: a kernel form, or GEMM-like (a GEMM takes an epilogue).
+bool kernelForm(const Node& n) { return kernelFormIssue(n).empty() || n.op().fusion == FusionClass::GemmLike; }
+
+class Fuser {
+ public:
+  Fuser(Graph& g, const PassContext& ctx, const std::set<std::string, std::less<>>& exclude)
+      : g_(g), ctx_(ctx), exclude_(exclude), nodes_(g.nodes()) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      index_[nodes_[i]] = i;
+      parent_.push_back(i);
+    }
+  }
+
+  bool run() {
+    fuseVertically();
+    fuseUpdatesHorizontally();
+    return materialize();
+  }
+
+ private:
+  // ------------------------------------------------------------ groups
+  size_t find(size_t i) { return parent_[i] == i ? i : parent_[i] = find(parent_[i]); }
+  std::vector<const Node*> members(size_t root) {
+    std::vector<const Node*> out;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (find(i) == root) out.push_back(nodes_[i]);
+    return out;
+  }
+  bool inGroup(const Node* n, size_t a, size_t b) {
+    auto it = index_.find(n);
+    if (it == index_.end()) return false;
+    size_t r = find(it->second);
+    return r == a || r == b;
+  }
+
+  bool eligible(const Node& n) const {
+    if (exclude_.count(n.opName())) return false;
+    if (isSplat(n)) return false;  // copied into every group that reads it
+    return n.op().fusion != FusionClass::Opaque && kernelForm(n);
+  }
+
+  // A value path from group a that leaves a ∪ b and reaches b (or the other
+  // way) would make the union depend on itself.
+  bool wouldCycle(size_t a, size_t b) {
+    auto leavesAndReturns = [&](size_t from, size_t to) {
+      std::vector<const Node*> stack;
+      std::set<const Node*> seen;
+      for (const Node* m : members(from))
+        for (size_t r = 0; r < m->numResults(); ++r)
+          for (const Use& u : m->result(r)->uses())
+            if (!inGroup(u.user, from, to)) stack.push_back(u.user);
+      while (!stack.empty()) {
+        const Node* x = stack.back();
+        stack.pop_back();
+        if (!seen.insert(x).second) continue;
+        for (size_t r = 0; r < x->numResults(); ++r)
+          for (const Use& u : x->result(r)->uses()) {
+            auto it = index_.find(u.user);
+            if (it != index_.end() && find(it->second) == to) return true;
+            if (!inGroup(u.user, from, to)) stack.push_back(u.user);
+          }
+      }
+      return false;
+    };
+    return leavesAndReturns(a, b) || leavesAndReturns(b, a);
+  }
+
+  // "" when groups a and b together form one launch, else why not.
+  std::string tryUnion(size_t a, size_t b) {
+    if (wouldCycle(a, b)) return "a value path leaves the group and comes back";
+    std::vector<const Node*> nodes = members(a);
+    for (const Node* n : members(b)) nodes.push_back(n);
+    std::sort(nodes.begin(), nodes.end(), [&](const Node* x, const Node* y) { return index_[x] < index_[y]; });
+    std::unique_ptr<Graph> body = buildFusedBody(g_, nodes, "candidate");
+    return ctx_.canFormLaunch(*body);
+  }
+
+  void remark(const std::string& msg) {
+    if (ctx_.remarks) ctx_.diag->remark("fuse", msg);
+  }
+
+  // ------------------------------------------------------------ vertical
+  void fuseVertically() {
+    for (const Node* c : nodes_) {
+      if (!eligible(*c)) continue;
+      for (const Value* v : c->operands()) {
+        const Node* p = v->producer();
+        if (!p || !index_.count(p)) continue;
+        if (!eligible(*p)) {
+          if (!isSplat(*p) && p->opName() != "constant") noteRejected(*p, *c, whyIneligible(*p));
+          continue;
+        }
+        size_t a = find(index_[p]), b = find(index_[c]);
+        if (a == b) continue;
+        std::string why = tryUnion(a, b);
+        if (!why.empty()) {
+          noteRejected(*p, *c, why);
+          continue;
+        }
+        parent_[a] = b;
+      }
+    }
+  }
+
+  std::string whyIneligible(const Node& n) const {
+    if (exclude_.count(n.opName())) return "excluded by the fuse pass's exclude option";
+    if (n.op().fusion == FusionClass::Opaque) return str("'", n.opName(), "' is opaque");
+    return str("'", n.opName(), "' has no kernel form");
+  }
+
+  void noteRejected(const Node& p, const Node& c, const std::string& why) {
+    std::string msg = str("not fused: ", p.opName(), " -> ", c.opName(), ": ", why);
+    if (rejected_.insert(msg).second) remark(msg);
+  }
+
+  // ------------------------------------------------------------ horizontal
+  // A group that only feeds state updates (no node reads its values, and
+  // nothing it returns is a function result).
+  bool onlyUpdates(size_t root) {
+    bool feedsUpdate = false;
+    for (const Node* m : members(root))
+      for (size_t r = 0; r < m->numResults(); ++r) {
+        const Value* v = m->result(r);
+        for (const Use& u : v->uses())
+          if (!inGroup(u.user, root, root)) return false;
+        for (const Value* res : g_.results())
+          if (res == v) return false;
+        feedsUpdate |= v->graphUses() > 0;
+      }
+    return feedsUpdate;
+  }
+
+  void fuseUpdatesHorizontally() {
+    std::vector<size_t> roots;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (find(i) == i && eligible(*nodes_[i]) && onlyUpdates(i)) roots.push_back(i);
+    for (size_t k = 1; k < roots.size(); ++k) {
+      size_t a = find(roots[0]), b = find(roots[k]);
+      std::string why = tryUnion(a, b);
+      if (why.empty())
+        parent_[b] = a;
+      else
+        remark(str("not fused horizontally: ", nodes_[roots[k]]->opName(), ": ", why));
+    }
+  }
+
+  // ------------------------------------------------------------ rewrite
+  bool materialize() {
+    std::map<size_t, std::vector<const Node*>> groups;
+    for (size_t i = 0; i < nodes_.size(); ++i) groups[find(i)].push_back(nodes_[i]);
+    std::map<std::string, int> taken;
+    bool changed = false;
+    for (auto& [root, nodes] : groups) {
+      if (nodes.size() < 2) continue;
+      std::string name = kernelName(nodes);
+      if (int n = taken[name]++; n > 0) name = str(name, "_", n);
+      remark(str("@", name, ": ", describeGroup(nodes)));
+      replaceWithFused(g_, nodes, name);
+      changed = true;
+    }
+    if (changed) sortTopologically(g_);
+    return changed;
+  }
+
+  static std::string kernelName(const std::vector<const Node*>& nodes) {
+    std::vector<std::string> ops;
+    for (const Node* n : nodes)
+      if (n->opName() != "constant" && (ops.empty() || ops.back() != n->opName())) ops.emplace_back(n->opName());
+    constexpr size_t kMaxNamed = 5;
+    std::string name = "fused";
+    for (size_t i = 0; i < std::min(ops.size(), kMaxNamed); ++i) name += "_" + ops[i];
+    if (ops.size() > kMaxNamed) name += str("_and_", ops.size() - kMaxNamed, "_more");
+    return name;
+  }
+
+  static std::string describeGroup(const std::vector<const Node*>& nodes) {
+    std::vector<std::string> ops;
+    for (const Node* n : nodes) ops.emplace_back(n->opName());
+    return str(join(ops), " (", nodes.size(), " ops, 1 launch)");
+  }
+
+  Graph& g_;
+  const PassContext& ctx_;
+  const std::set<std::string, std::less<>>& exclude_;
+  std::vector<Node*> nodes_;
+  std::map<const Node*, size_t> index_;
+  std::vector<size_t> parent_;
+  std::set<std::string> rejected_;
+};
+
+class FusePass : public Pass {
+ public:
+  explicit FusePass(std::set<std::string, std::less<>> exclude) : exclude_(std::move(exclude)) {}
+  std::string_view name() const override { return "fuse"; }
+  bool run(Graph& g, const PassContext& ctx) override {
+    if (!ctx.canFormLaunch) {
+      if (ctx.remarks) ctx.diag->remark("fuse", "no code generator to ask what one launch can hold: nothing fused");
+      return false;
+    }
+    return Fuser(g, ctx, exclude_).run();
+  }
+
+ private:
+  std::set<std::string, std::less<>> exclude_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Pass>> createFusePass(const PassOptions& options) {
+  std::set<std::string, std::less<>> exclude;
+  for (const auto& [key, value] : options) {
+    if (key != "exclude") return unknownPassOption("fuse", options);
+    std::stringstream ss(value);
+    for (std::string op; std::getline(ss, op, ',');)
+      if (!op.empty()) exclude.insert(op);
+  }
+  return std::unique_ptr<Pass>(new FusePass(std::move(exclude)));
+}
+
+}  // namespace kfuse

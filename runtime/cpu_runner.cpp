@@ -1,0 +1,178 @@
+#include "runtime/cpu_runner.h"
+
+#include <cblas.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "codegen/kernel/kernel_eval.h"
+#include "ir/op_registry.h"
+#include "ir/support/strings.h"
+
+namespace kfuse {
+
+namespace {
+constexpr size_t kAlignment = 64;
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+}  // namespace
+
+// The storage of one run: a pointer per buffer; temporaries owned here.
+struct CpuRunner::Frame {
+  std::vector<std::byte*> ptr;
+  std::vector<std::unique_ptr<std::byte, AlignedFree>> owned;
+};
+
+CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels)
+    : plan_(std::move(plan)), kernels_(std::move(kernels)) {
+  kernels_.resize(plan_->kernels.size(), nullptr);
+}
+
+namespace {
+
+// A Tensor holding a copy of a buffer (for the interpreter paths).
+Tensor copyOut(const std::byte* p, const TensorType& t) {
+  Tensor out(t);
+  if (out.byteSize() > 0) std::memcpy(out.data(), p, out.byteSize());
+  return out;
+}
+
+void copyIn(std::byte* p, const Tensor& t) {
+  if (t.byteSize() > 0) std::memcpy(p, t.data(), t.byteSize());
+}
+
+}  // namespace
+
+Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Tensor>& args) {
+  const Plan& plan = *plan_;
+  if (args.size() != plan.inputs.size())
+    return Error(str("plan @", plan.function, " takes ", plan.inputs.size(), " inputs, got ", args.size()));
+  Frame f;
+  f.ptr.assign(plan.buffers.size(), nullptr);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer& b = plan.buffers[i];
+    switch (b.kind) {
+      case BufferKind::Input: {
+        const Tensor& t = args[b.input];
+        if (t.dtype() != b.type.dtype || t.shape() != b.type.shape)
+          return Error(str("input ", b.name, " must be ", formatType(b.type), ", got ", formatType(t.type())));
+        f.ptr[i] = const_cast<std::byte*>(t.data());  // read-only: no step writes an input
+        break;
+      }
+      case BufferKind::Param: {
+        const Param* p = m.findParam(b.param);
+        if (!p || !p->data) return Error(str("parameter @", b.param, " has no data"));
+        f.ptr[i] = const_cast<std::byte*>(p->data->data());  // read-only as well
+        break;
+      }
+      case BufferKind::Constant: f.ptr[i] = const_cast<std::byte*>(b.constant->data()); break;
+      case BufferKind::Temp: {
+        size_t bytes = (b.type.byteSize() + kAlignment - 1) / kAlignment * kAlignment;
+        auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, std::max(bytes, kAlignment)));
+        if (!p) return Error(str("out of memory allocating ", bytes, " bytes for ", b.name));
+        f.owned.emplace_back(p);
+        f.ptr[i] = p;
+        break;
+      }
+      case BufferKind::Alias: break;
+    }
+  }
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].kind == BufferKind::Alias) f.ptr[i] = f.ptr[static_cast<size_t>(plan.storageOf(static_cast<int>(i)))];
+  for (const Step& s : plan.steps) {
+    if (Status st = runStep(s, f); !st) return st.error().context(str("step ", s.name));
+    ++launches_;
+  }
+  InterpreterResult r;
+  for (int o : plan.outputs) r.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type));
+  for (const auto& [param, b] : plan.updates)
+    r.updates.emplace(param, copyOut(f.ptr[static_cast<size_t>(b)], plan.buffers[static_cast<size_t>(b)].type));
+  return r;
+}
+
+Status CpuRunner::runStep(const Step& s, Frame& f) {
+  switch (s.kind) {
+    case StepKind::Kernels:
+      for (size_t k = 0; k < s.kernels.size(); ++k) KF_RETURN_IF_ERROR(runKernel(s.kernels[k], s.kernelBuffers[k], f));
+      return Status::ok();
+    case StepKind::Gemm:
+      KF_RETURN_IF_ERROR(runGemm(s.gemm, f));
+      if (!s.kernels.empty()) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
+      return Status::ok();
+    case StepKind::Reference: return runReference(s, f);
+  }
+  return Status::ok();
+}
+
+Status CpuRunner::runKernel(int kernel, const std::vector<int>& buffers, Frame& f) {
+  const kernel::Kernel& k = plan_->kernels[static_cast<size_t>(kernel)];
+  if (KernelFn fn = kernels_[static_cast<size_t>(kernel)]) {
+    std::vector<void*> ptrs;
+    for (int b : buffers) ptrs.push_back(f.ptr[static_cast<size_t>(b)]);
+    fn(ptrs.data());
+    return Status::ok();
+  }
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < buffers.size(); ++i) tensors.push_back(copyOut(f.ptr[static_cast<size_t>(buffers[i])], k.buffers[i].type));
+  std::vector<Tensor*> ptrs;
+  for (Tensor& t : tensors) ptrs.push_back(&t);
+  KF_RETURN_IF_ERROR(kernel::evaluateKernel(k, ptrs));
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (k.buffers[i].output) copyIn(f.ptr[static_cast<size_t>(buffers[i])], tensors[i]);
+  return Status::ok();
+}
+
+Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
+  DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
+  if (dt != DType::F32 && dt != DType::F64)
+    return Error(str("a GEMM of ", dtypeName(dt), " has no CPU implementation yet"));
+  int64_t batches = numElements(g.batch);
+  std::vector<int64_t> idx(g.batch.size(), 0);
+  auto lda = static_cast<int>(g.transA ? g.m : g.k), ldb = static_cast<int>(g.transB ? g.k : g.n);
+  auto ta = g.transA ? CblasTrans : CblasNoTrans, tb = g.transB ? CblasTrans : CblasNoTrans;
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t ao = 0, bo = 0, co = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      ao += idx[d] * g.aBatchStrides[d];
+      bo += idx[d] * g.bBatchStrides[d];
+      co += idx[d] * g.cBatchStrides[d];
+    }
+    auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+    if (dt == DType::F32) {
+      auto* a = reinterpret_cast<const float*>(f.ptr[static_cast<size_t>(g.a)]) + ao;
+      auto* b = reinterpret_cast<const float*>(f.ptr[static_cast<size_t>(g.b)]) + bo;
+      auto* c = reinterpret_cast<float*>(f.ptr[static_cast<size_t>(g.c)]) + co;
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    } else {
+      auto* a = reinterpret_cast<const double*>(f.ptr[static_cast<size_t>(g.a)]) + ao;
+      auto* b = reinterpret_cast<const double*>(f.ptr[static_cast<size_t>(g.b)]) + bo;
+      auto* c = reinterpret_cast<double*>(f.ptr[static_cast<size_t>(g.c)]) + co;
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+    }
+    for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < g.batch[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+  return Status::ok();
+}
+
+Status CpuRunner::runReference(const Step& s, Frame& f) {
+  std::vector<Tensor> inputs;
+  std::vector<TensorType> inTypes, outTypes;
+  for (int b : s.inputs) {
+    inputs.push_back(copyOut(f.ptr[static_cast<size_t>(b)], plan_->buffers[static_cast<size_t>(b)].type));
+    inTypes.push_back(inputs.back().type());
+  }
+  for (int b : s.outputs) outTypes.push_back(plan_->buffers[static_cast<size_t>(b)].type);
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor& t : inputs) ptrs.push_back(&t);
+  OpCall call{*s.op, s.attrs, inTypes};
+  KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.op->reference(call, ptrs, outTypes));
+  for (size_t i = 0; i < outs.size(); ++i) copyIn(f.ptr[static_cast<size_t>(s.outputs[i])], outs[i]);
+  return Status::ok();
+}
+
+}  // namespace kfuse

@@ -1,0 +1,75 @@
+#include "runtime/plan.h"
+
+#include <sstream>
+
+#include "ir/op_registry.h"
+#include "ir/support/strings.h"
+
+namespace kfuse {
+
+int Plan::storageOf(int b) const {
+  while (buffers[static_cast<size_t>(b)].kind == BufferKind::Alias) b = buffers[static_cast<size_t>(b)].aliasOf;
+  return b;
+}
+
+namespace {
+
+std::string_view kindName(BufferKind k) {
+  switch (k) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Param: return "param";
+    case BufferKind::Constant: return "constant";
+    case BufferKind::Temp: return "temp";
+    case BufferKind::Alias: return "alias";
+  }
+  return "?";
+}
+
+std::string bufferList(const Plan& p, const std::vector<int>& ids) {
+  std::vector<std::string> names;
+  for (int b : ids) names.push_back(str("b", b));
+  return join(names);
+}
+
+}  // namespace
+
+std::string printPlan(const Plan& p) {
+  std::ostringstream os;
+  os << "plan @" << p.function << ": " << p.buffers.size() << " buffers, " << p.launches() << " launches\n";
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const PlanBuffer& b = p.buffers[i];
+    os << "  b" << i << " " << kindName(b.kind) << " " << formatType(b.type) << " " << b.name;
+    if (b.kind == BufferKind::Param) os << " @" << b.param;
+    if (b.kind == BufferKind::Alias) os << " = b" << b.aliasOf;
+    os << "\n";
+  }
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    os << "  step " << i << ": ";
+    switch (s.kind) {
+      case StepKind::Kernels: {
+        std::vector<std::string> parts;
+        for (size_t k = 0; k < s.kernels.size(); ++k)
+          parts.push_back(str("@", p.kernels[static_cast<size_t>(s.kernels[k])].name, "(",
+                              bufferList(p, s.kernelBuffers[k]), ")"));
+        os << "kernels " << join(parts);
+        break;
+      }
+      case StepKind::Gemm:
+        os << "gemm b" << s.gemm.c << " = b" << s.gemm.a << (s.gemm.transA ? "^T" : "") << " @ b" << s.gemm.b
+           << (s.gemm.transB ? "^T" : "") << " [" << s.gemm.m << "x" << s.gemm.k << " @ " << s.gemm.k << "x" << s.gemm.n
+           << (s.gemm.batch.empty() ? "" : str(", batch ", formatDims(s.gemm.batch))) << "]";
+        if (!s.kernels.empty())
+          os << " epilogue @" << p.kernels[static_cast<size_t>(s.kernels[0])].name << "("
+             << bufferList(p, s.kernelBuffers[0]) << ")";
+        break;
+      case StepKind::Reference:
+        os << "reference " << s.op->name << " (" << bufferList(p, s.inputs) << ") -> (" << bufferList(p, s.outputs) << ")";
+        break;
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kfuse
