@@ -5,7 +5,12 @@
 #include "codegen/kernel/lower.h"
 #include "codegen/plan/plan_builder.h"
 #include "ir/support/strings.h"
+#include "passes/pass_registry.h"
 #include "runtime/cpu_runner.h"
+
+#if KFUSE_HAS_LLVM_JIT
+#include "codegen/cpu/jit.h"
+#endif
 
 namespace kfuse {
 namespace {
@@ -44,9 +49,26 @@ class CpuExecutor : public Executor {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
     KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn));
-    auto runner = std::make_unique<CpuRunner>(std::make_shared<const Plan>(std::move(plan)));
+    KF_ASSIGN_OR_RETURN(std::vector<KernelFn> compiled, compile(plan));
+    auto runner = std::make_unique<CpuRunner>(std::make_shared<const Plan>(std::move(plan)), std::move(compiled));
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }
+
+#if KFUSE_HAS_LLVM_JIT
+  // All of a plan's kernels in one LLVM module, compiled once.
+  Expected<std::vector<KernelFn>> compile(const Plan& plan) {
+    if (plan.kernels.empty()) return std::vector<KernelFn>{};
+    if (!jit_) {
+      KF_ASSIGN_OR_RETURN(jit_, cpu::CpuJit::create());
+    }
+    KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, jit_->compile(plan.kernels));
+    return std::move(compiled.functions);
+  }
+  std::unique_ptr<cpu::CpuJit> jit_;
+#else
+  // Without LLVM the kernel interpreter runs every kernel.
+  Expected<std::vector<KernelFn>> compile(const Plan&) { return std::vector<KernelFn>{}; }
+#endif
 
   std::map<const Graph*, std::unique_ptr<CpuRunner>> runners_;
 };
@@ -61,6 +83,15 @@ Expected<Backend> backendFor(std::string_view target, bool fuse) {
   if (target == "cpu")
     return Backend{"cpu", fuse ? str(kSimplify, ",fuse,dce") : std::string(kSimplify), kernel::checkGroup};
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
+}
+
+Status prepareModule(Module& m, const Backend& backend, const Instrumentation& instr) {
+  PassManager pm(instr);
+  KF_ASSIGN_OR_RETURN(auto passes, parsePipeline(backend.pipeline));
+  pm.add(std::move(passes));
+  PassContext ctx;
+  ctx.canFormLaunch = backend.canFormLaunch;
+  return pm.run(m, ctx);
 }
 
 Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "passes/pass.h"
+#include "passes/pass_manager.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
 
@@ -24,6 +25,9 @@ struct Backend {
 // `fuse` false gives the same pipeline without fusion (--no-fuse), so every
 // node is its own launch.
 Expected<Backend> backendFor(std::string_view target, bool fuse = true);
+
+// Runs the backend's pipeline over every function of `m` (inference).
+Status prepareModule(Module& m, const Backend& backend, const Instrumentation& instr = {});
 
 // Executors keep one compiled plan per function they run.
 Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target);

@@ -37,9 +37,7 @@ void copyInto(const Graph& src, Graph* dst) {
     for (size_t i = 0; i < n->numResults(); ++i) types.push_back(n->result(i)->type());
     Node* c = dst->createNode(n->op(), operands, types, n->attrs());
     if (n->body()) c->setBody(cloneBody(*n->body()));
-    c->loc = n->loc;
-    c->sourceName = n->sourceName;
-    c->sourceOp = n->sourceOp;
+    c->copyProvenance(*n);
     for (size_t i = 0; i < n->numResults(); ++i) {
       c->result(i)->setName(n->result(i)->name());
       map[n->result(i)] = c->result(i);

@@ -9,6 +9,23 @@ namespace kfuse {
 
 // ---------------------------------------------------------------- Node
 
+std::string_view phaseName(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::Loss: return "loss";
+    case Phase::Backward: return "backward";
+    case Phase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+void Node::copyProvenance(const Node& from) {
+  loc = from.loc;
+  sourceName = from.sourceName;
+  sourceOp = from.sourceOp;
+  phase = from.phase;
+}
+
 std::string_view Node::opName() const { return op_->name; }
 
 void Node::setOperand(size_t i, Value* v) {

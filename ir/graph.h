@@ -34,6 +34,11 @@ struct SourceLoc {
   bool valid() const { return line > 0; }
 };
 
+// Which part of a training step a node belongs to (set by the training
+// transformation; forward for everything else), for per-phase statistics.
+enum class Phase : uint8_t { Forward, Loss, Backward, Optimizer };
+std::string_view phaseName(Phase p);
+
 struct Use {
   Node* user;
   int operandIndex;
@@ -103,6 +108,10 @@ class Node {
   SourceLoc loc;
   std::string sourceName;  // e.g. the ONNX node name "/fc1/Gemm"
   std::string sourceOp;    // e.g. the ONNX op type "Gemm"
+  Phase phase = Phase::Forward;
+  // Copies loc, source name and op, and phase from `from` (for passes that
+  // replace a node by another).
+  void copyProvenance(const Node& from);
 
   Graph* graph() const { return graph_; }
 

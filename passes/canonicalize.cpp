@@ -74,9 +74,7 @@ class Canonicalizer {
       if (built) g_.eraseNode(*built);
       return false;
     }
-    (*built)->loc = n->loc;
-    (*built)->sourceName = n->sourceName;
-    (*built)->sourceOp = n->sourceOp;
+    (*built)->copyProvenance(*n);
     (*built)->result()->setName(n->result()->name());
     g_.replaceAllUsesWith(n->result(), (*built)->result());
     g_.eraseNode(n);

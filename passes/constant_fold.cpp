@@ -64,8 +64,7 @@ class ConstantFoldPass : public Pass {
         TensorType type = t.type();
         Node* c = g.createNode(*constant, {}, {type}, AttrMap{{"value", Attribute(std::move(t))}}, n);
         c->result()->setName(n->result(i)->name());
-        c->sourceName = n->sourceName;
-        c->sourceOp = n->sourceOp;
+        c->copyProvenance(*n);
         g.replaceAllUsesWith(n->result(i), c->result());
       }
       g.eraseNode(n);

@@ -114,12 +114,11 @@ class Fuser {
   // ------------------------------------------------------------ vertical
   void fuseVertically() {
     for (const Node* c : nodes_) {
-      if (!eligible(*c)) continue;
       for (const Value* v : c->operands()) {
         const Node* p = v->producer();
-        if (!p || !index_.count(p)) continue;
-        if (!eligible(*p)) {
-          if (!isSplat(*p) && p->opName() != "constant") noteRejected(*p, *c, whyIneligible(*p));
+        if (!p || !index_.count(p) || p->opName() == "constant") continue;
+        if (!eligible(*p) || !eligible(*c)) {
+          noteRejected(*p, *c, whyIneligible(eligible(*p) ? *c : *p));
           continue;
         }
         size_t a = find(index_[p]), b = find(index_[c]);

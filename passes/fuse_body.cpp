@@ -66,8 +66,7 @@ std::unique_ptr<Graph> build(const Graph& g, const std::vector<const Node*>& nod
     std::vector<TensorType> types;
     for (size_t i = 0; i < n->numResults(); ++i) types.push_back(n->result(i)->type());
     Node* c = body->createNode(n->op(), operands, types, n->attrs());
-    c->sourceName = n->sourceName;
-    c->sourceOp = n->sourceOp;
+    c->copyProvenance(*n);
     for (size_t i = 0; i < n->numResults(); ++i) {
       c->result(i)->setName(n->result(i)->name());
       map[n->result(i)] = c->result(i);
@@ -92,7 +91,8 @@ void replaceWithFused(Graph& g, const std::vector<const Node*>& nodes, const std
   for (const Value* v : io.outputs) types.push_back(v->type());
   Node* fused = g.createNode(*OpRegistry::global().find("fused"), io.inputs, types);
   fused->setBody(std::move(body));
-  fused->sourceName = nodes.front()->sourceName;
+  // The launch belongs to the phase of the work it starts with.
+  fused->copyProvenance(*nodes.front());
   for (size_t i = 0; i < io.outputs.size(); ++i) {
     fused->result(i)->setName(io.outputs[i]->name());
     g.replaceAllUsesWith(io.outputs[i], fused->result(i));

@@ -1,5 +1,7 @@
 #include "passes/training.h"
 
+#include <set>
+
 #include "ir/builder.h"
 #include "ir/grad_builder.h"
 #include "ir/support/strings.h"
@@ -124,8 +126,7 @@ Status stepDropouts(Graph& g, Value* step) {
     if (n->opName() != "dropout" || n->numOperands() != 1) continue;
     auto replaced = buildNode(g, "dropout", {n->operand(0), step}, n->attrs(), n);
     if (!replaced) return replaced.error();
-    (*replaced)->sourceName = n->sourceName;
-    (*replaced)->sourceOp = n->sourceOp;
+    (*replaced)->copyProvenance(*n);
     (*replaced)->result()->setName(n->result()->name());
     g.replaceAllUsesWith(n->result(), (*replaced)->result());
     g.eraseNode(n);
@@ -181,12 +182,33 @@ Status addUpdate(Graph& g, Value* p, Value* dp, Value* lr, Value* step, const Op
 
 }  // namespace
 
+namespace {
+// Gives every node created since `before` was taken the phase `p`.
+void tagNewNodes(Graph& g, const std::set<const Node*>& before, Phase p) {
+  for (Node* n : g.nodes())
+    if (!before.count(n)) n->phase = p;
+}
+std::set<const Node*> nodeSet(const Graph& g) {
+  std::vector<Node*> v = g.nodes();
+  return {v.begin(), v.end()};
+}
+}  // namespace
+
 Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
   if (g.results().empty()) return Error(str("function @", g.name(), " returns nothing to train"));
-  if (!g.stateUpdates().empty())
-    return Error(str("function @", g.name(), " already updates parameters (is it a training step already?)"));
+  // A forward may update buffers (batch norm traced in training mode keeps
+  // its running statistics); updating a trainable parameter means it is a
+  // training step already.
+  for (const StateUpdate& u : g.stateUpdates()) {
+    const Param* p = g.module()->findParam(u.param);
+    if (p && p->trainable)
+      return Error(str("function @", g.name(), " already updates trainable parameter @", u.param,
+                       " (is it a training step already?)"));
+  }
   std::vector<Value*> outputs = g.results();
+  std::set<const Node*> forward = nodeSet(g);
   KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts.loss));
+  tagNewNodes(g, forward, Phase::Loss);
   loss->setName("loss");
   Value* lr = g.addArgument("lr", TensorType(DType::F32, {}));
   Value* step = g.addArgument("step", TensorType(DType::I64, {}));
@@ -198,13 +220,17 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
     const Param* param = g.module()->findParam(p->name());
     if (param && param->trainable && isFloat(p->type().dtype)) trainable.push_back(p);
   }
+  std::set<const Node*> beforeBackward = nodeSet(g);
   KF_ASSIGN_OR_RETURN(GradientMap grads, buildBackward(g, loss, trainable));
+  tagNewNodes(g, beforeBackward, Phase::Backward);
+  std::set<const Node*> beforeUpdates = nodeSet(g);
   for (Value* p : trainable) {
     auto it = grads.find(p);
     if (it == grads.end()) continue;  // the loss does not depend on it (torch: grad is None, no update)
     if (it->second->name().empty()) it->second->setName(p->name() + ".grad");
     KF_RETURN_IF_ERROR(addUpdate(g, p, it->second, lr, step, opts.optimizer));
   }
+  tagNewNodes(g, beforeUpdates, Phase::Optimizer);
   std::vector<Value*> results{loss};
   if (opts.keepOutputs) results.insert(results.end(), outputs.begin(), outputs.end());
   g.setResults(results);

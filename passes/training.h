@@ -43,7 +43,8 @@ struct TrainingOptions {
 //              when the module has it); dropouts draw their mask from %step.
 // Errors name what does not fit: a loss that does not match the output, an
 // op without a gradient rule between a parameter and the loss, a function
-// that already updates state.
+// that already updates a trainable parameter (updates of buffers, like
+// running statistics of a forward traced in training mode, are kept).
 Status makeTrainingStep(Graph& g, const TrainingOptions& opts);
 
 // Parses the names used by the autodiff pass and kfuse train.

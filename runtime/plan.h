@@ -12,6 +12,7 @@
 
 #include "codegen/kernel/kernel_ir.h"
 #include "ir/attribute.h"
+#include "ir/graph.h"
 
 namespace kfuse {
 
@@ -44,6 +45,8 @@ enum class StepKind : uint8_t { Kernels, Gemm, Reference };
 struct Step {
   StepKind kind = StepKind::Kernels;
   std::string name;
+  Phase phase = Phase::Forward;  // of the node it comes from
+  size_t ops = 1;                // graph ops it computes (more than 1: fused)
   // Kernels: run in order; Gemm: the epilogue (empty when the GEMM writes
   // its result directly). Plan buffer per kernel buffer.
   std::vector<int> kernels;

@@ -40,6 +40,10 @@ class Trainer {
   Expected<std::vector<Tensor>> eval(const std::vector<Tensor>& inputs);
 
   int64_t stepCount() const { return steps_; }
+  // The plan the training step runs as (null on the interpreter).
+  const Plan* trainPlan() { return exec_->planFor(*train_); }
+  // Launches performed so far by every function run.
+  uint64_t launches() const { return exec_->launches(); }
   Module& module() { return *module_; }
   const Graph& forward() const { return *forward_; }
   const Graph& trainStep() const { return *train_; }

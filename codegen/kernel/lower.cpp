@@ -417,8 +417,7 @@ Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name) {
     if (n->opName() != "matmul") return Error(str("group @", name, ": '", n->opName(), "' takes no fused epilogue"));
     for (const Value* v : n->operands())
       if (v->producer())
-        return Error(str("not fused: ", v->producer()->opName(), " -> ", n->opName(),
-                         ": GEMM-like consumer takes no prologue"));
+        return Error("GEMM-like consumer takes no prologue");
     g.gemm = n.get();
   }
   for (size_t i = 0; i < body.results().size(); ++i)

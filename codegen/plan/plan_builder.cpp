@@ -55,7 +55,14 @@ class PlanBuilder {
       ids_[a] = b;
       plan_.inputs.push_back(b);
     }
-    for (const auto& n : g_.nodeList()) KF_RETURN_IF_ERROR(lowerNode(*n));
+    for (const auto& n : g_.nodeList()) {
+      size_t before = plan_.steps.size();
+      KF_RETURN_IF_ERROR(lowerNode(*n));
+      for (size_t i = before; i < plan_.steps.size(); ++i) {
+        plan_.steps[i].phase = n->phase;
+        if (n->body()) plan_.steps[i].ops = n->body()->numNodes();
+      }
+    }
     for (const Value* r : g_.results()) plan_.outputs.push_back(bufferOf(r));
     for (const StateUpdate& u : g_.stateUpdates()) plan_.updates.emplace_back(u.param, bufferOf(u.value));
     return plan_;

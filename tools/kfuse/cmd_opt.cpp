@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "codegen/kernel/lower.h"
+#include "codegen/plan/plan_builder.h"
+#include "tools/kfuse/dot.h"
 #include "ir/module_io.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -22,7 +24,19 @@ struct OptArgs {
   InstrumentationFlags instr;
   bool remarks = false;
   bool splitInputFile = false;
+  std::string dot;
+  bool printKernels = false;
 };
+
+// The kernels of every function's plan, as kernel IR.
+Status printKernels(const Module& m) {
+  for (const auto& f : m.functions()) {
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f));
+    std::cout << "// ----- kernels of @" << f->name() << ": " << plan.launches() << " launches -----\n";
+    for (const kernel::Kernel& k : plan.kernels) std::cout << kernel::printKernel(k) << "\n";
+  }
+  return Status::ok();
+}
 
 int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   if (!module) return reportError("opt", module.error());
@@ -48,7 +62,14 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   Status s = pm.run(**module, ctx);
   if (!s) return reportError("opt", s.error());
   for (const auto& r : diag.remarks()) std::cerr << "remark: [" << r.pass << "] " << r.message << "\n";
-  if (!a.output.empty()) {
+  if (!a.dot.empty()) {
+    if ((*module)->functions().empty()) return reportError("opt", Error("--dot: the module defines no function"));
+    if (auto w = writeFileAtomically(a.dot, cli::toDot(*(*module)->functions().front())); !w)
+      return reportError("opt", w.error());
+  }
+  if (a.printKernels) {
+    if (auto s = printKernels(**module); !s) return reportError("opt", s.error());
+  } else if (!a.output.empty()) {
     if (auto w = writeModuleFile(**module, a.output); !w) return reportError("opt", w.error());
   } else if (!instrumentedPrint) {
     printModule(std::cout, **module);
@@ -106,6 +127,9 @@ Action addOptCommand(CLI::App& app) {
   addInstrumentationFlags(cmd, a->instr);
   cmd->add_flag("--split-input-file", a->splitInputFile,
                 "Treat each chunk between '// -----' lines as a separate module");
+  cmd->add_option("--dot", a->dot, "Write the first function as Graphviz DOT, fused groups as clusters");
+  cmd->add_flag("--print-kernels", a->printKernels,
+                "Print the kernel IR of every function's plan instead of the module");
   cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");
   return [a] { return runOpt(*a); };
 }

@@ -17,6 +17,7 @@ Action addOptCommand(CLI::App& app);
 Action addRunCommand(CLI::App& app);
 Action addOpsCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
+Action addStatsCommand(CLI::App& app);
 
 // Parses a module from a path, or from standard input for "-".
 Expected<std::unique_ptr<Module>> loadModuleArg(const std::string& path);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(kfuse::cli::addRunCommand);
   add(kfuse::cli::addOpsCommand);
   add(kfuse::cli::addTrainCommand);
+  add(kfuse::cli::addStatsCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

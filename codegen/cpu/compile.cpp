@@ -1,0 +1,89 @@
+#include "codegen/cpu/compile.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/OptimizationLevel.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/cpu/llvm_emitter.h"
+#include "ir/support/strings.h"
+
+namespace kfuse::cpu {
+namespace {
+
+llvm::OptimizationLevel toLLVM(OptLevel level) {
+  switch (level) {
+    case OptLevel::O0: return llvm::OptimizationLevel::O0;
+    case OptLevel::O1: return llvm::OptimizationLevel::O1;
+    case OptLevel::O2: return llvm::OptimizationLevel::O2;
+    case OptLevel::O3: return llvm::OptimizationLevel::O3;
+  }
+  return llvm::OptimizationLevel::O3;
+}
+
+}  // namespace
+
+void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = level >= OptLevel::O2;
+  tuning.SLPVectorization = level >= OptLevel::O2;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = level == OptLevel::O0 ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+                                                      : pb.buildPerModuleDefaultPipeline(toLLVM(level));
+  mpm.run(module, mam);
+}
+
+Expected<std::unique_ptr<llvm::Module>> buildKernelModule(std::span<const kernel::Kernel> kernels,
+                                                          llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
+                                                          OptLevel level) {
+  auto module = std::make_unique<llvm::Module>("kfuse_kernels", ctx);
+  module->setTargetTriple(tm.getTargetTriple().str());
+  module->setDataLayout(tm.createDataLayout());
+  for (const kernel::Kernel& k : kernels) {
+    KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitKernel(k, ctx, *module));
+    fn->addFnAttr("target-cpu", tm.getTargetCPU());
+    fn->addFnAttr("target-features", tm.getTargetFeatureString());
+  }
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());
+  optimizeModule(*module, tm, level);
+  return module;
+}
+
+Expected<ObjectCode> emitObject(std::span<const kernel::Kernel> kernels, const CpuTarget& target,
+                                const CompileOptions& options) {
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, createTargetMachine(target, /*pic=*/true));
+  llvm::LLVMContext ctx;
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(kernels, ctx, *tm, options.optLevel));
+  ObjectCode out;
+  if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager codegen;  // LLVM 14's code generator still runs on the legacy pass manager
+  if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile))
+    return Error(str("LLVM cannot emit object files for ", target.triple));
+  codegen.run(*module);
+  out.bytes.assign(buffer.begin(), buffer.end());
+  return out;
+}
+
+std::string printModule(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return os.str();
+}
+
+}  // namespace kfuse::cpu

@@ -1,0 +1,53 @@
+// From kernels to an optimised LLVM module, and from there to an object file
+// (AOT packages) or, through jit.h, to callable code.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "codegen/cpu/target.h"
+#include "codegen/kernel/kernel_ir.h"
+#include "ir/support/expected.h"
+
+namespace kfuse::cpu {
+
+enum class OptLevel : uint8_t { O0, O1, O2, O3 };
+
+struct CompileOptions {
+  OptLevel optLevel = OptLevel::O3;
+  // Return the optimised module's text (kfuse's kernel dumps, tests that
+  // check what the vectorizer did).
+  bool keepOptimizedIR = false;
+};
+
+// Runs LLVM's default per-module pipeline for `level` (new pass manager, with
+// loop and SLP vectorization from O2 on), its cost models those of `tm`.
+void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level);
+
+// Emits `kernels` into one new module of `ctx` for `tm` (triple, data layout,
+// each function's target-cpu and target-features), then optimises it.
+// Errors name the kernel at fault (see emitKernel); kernel names must be
+// unique in the batch.
+Expected<std::unique_ptr<llvm::Module>> buildKernelModule(std::span<const kernel::Kernel> kernels,
+                                                          llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
+                                                          OptLevel level);
+
+// An object file (ELF on Linux) defining one global function per kernel, with
+// the ABI of llvm_emitter.h, as position-independent code. It calls libm
+// (erff, expf, ...), which the final link must provide.
+struct ObjectCode {
+  std::string bytes;
+  std::string optimizedIR;  // filled when options.keepOptimizedIR
+};
+Expected<ObjectCode> emitObject(std::span<const kernel::Kernel> kernels, const CpuTarget& target = CpuTarget::host(),
+                                const CompileOptions& options = {});
+
+// The module's text (as `opt -S` prints it).
+std::string printModule(const llvm::Module& module);
+
+}  // namespace kfuse::cpu

@@ -1,0 +1,66 @@
+#include "codegen/cpu/jit.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/Support/Error.h>
+
+#include "ir/support/strings.h"
+
+namespace kfuse::cpu {
+namespace {
+
+Error fromLLVM(llvm::Error e, const std::string& what) { return Error(what + ": " + llvm::toString(std::move(e))); }
+
+llvm::orc::JITTargetMachineBuilder machineBuilder(const CpuTarget& target) {
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(target.triple)};
+  jtmb.setCPU(target.cpu);
+  jtmb.setFeatures(target.features);
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  return jtmb;
+}
+
+}  // namespace
+
+CpuJit::CpuJit(CpuTarget target, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm)
+    : target_(std::move(target)), jit_(std::move(jit)), tm_(std::move(tm)) {}
+
+CpuJit::~CpuJit() = default;
+
+Expected<std::unique_ptr<CpuJit>> CpuJit::create() {
+  initializeNativeTarget();
+  CpuTarget target = CpuTarget::host();
+  auto tm = machineBuilder(target).createTargetMachine();
+  if (!tm) return fromLLVM(tm.takeError(), "cannot create the host target machine");
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(machineBuilder(target)).create();
+  if (!jit) return fromLLVM(jit.takeError(), "cannot create the LLVM JIT");
+  // Kernels call libm and, after some optimisations, libc (memset).
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process) return fromLLVM(process.takeError(), "cannot search the process for symbols");
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  return std::unique_ptr<CpuJit>(new CpuJit(std::move(target), std::move(*jit), std::move(*tm)));
+}
+
+Expected<CompiledKernels> CpuJit::compile(std::span<const kernel::Kernel> kernels, const CompileOptions& options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(kernels, *ctx, *tm_, options.optLevel));
+  CompiledKernels out;
+  if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
+
+  auto dylib = jit_->createJITDylib(str("kfuse_batch_", batches_++));
+  if (!dylib) return fromLLVM(dylib.takeError(), "cannot create a JITDylib");
+  dylib->addToLinkOrder(jit_->getMainJITDylib());
+  llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
+  if (llvm::Error e = jit_->addIRModule(*dylib, std::move(tsm))) return fromLLVM(std::move(e), "cannot add kernels");
+  for (const kernel::Kernel& k : kernels) {
+    auto symbol = jit_->lookup(*dylib, k.name);
+    if (!symbol) return fromLLVM(symbol.takeError(), str("kernel @", k.name));
+    out.functions.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
+  }
+  return out;
+}
+
+}  // namespace kfuse::cpu

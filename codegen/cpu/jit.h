@@ -1,0 +1,60 @@
+// Compiles kernels for the machine this process runs on, with LLVM 14's ORC
+// LLJIT, and hands back C function pointers (llvm_emitter.h's ABI).
+//
+//   KF_ASSIGN_OR_RETURN(auto jit, cpu::CpuJit::create());
+//   KF_ASSIGN_OR_RETURN(auto compiled, jit->compile(kernels));
+//   compiled.functions[0](buffers);
+//
+// Each compile() call is one batch: one LLVM module, optimised as a whole
+// (O3 by default) and linked into its own JITDylib, so batches never clash
+// on kernel names. libm and libc symbols resolve from the process. Function
+// pointers stay valid while the CpuJit lives.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu/compile.h"
+#include "codegen/cpu/llvm_emitter.h"
+#include "codegen/cpu/target.h"
+
+namespace llvm::orc {
+class LLJIT;
+}
+
+namespace kfuse::cpu {
+
+struct CompiledKernels {
+  std::vector<KernelFn> functions;  // in the order of the kernels compiled
+  std::string optimizedIR;          // filled when CompileOptions::keepOptimizedIR
+};
+
+class CpuJit {
+ public:
+  // A JIT for the host CPU with all its features.
+  static Expected<std::unique_ptr<CpuJit>> create();
+  ~CpuJit();
+  CpuJit(const CpuJit&) = delete;
+  CpuJit& operator=(const CpuJit&) = delete;
+
+  // Compiles one batch. Errors (a kernel that does not verify, an op the
+  // backend lacks, a symbol that does not resolve) name the kernel. Safe to
+  // call from several threads; batches compile one at a time.
+  Expected<CompiledKernels> compile(std::span<const kernel::Kernel> kernels, const CompileOptions& options = {});
+
+  const CpuTarget& target() const { return target_; }
+
+ private:
+  CpuJit(CpuTarget target, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm);
+
+  CpuTarget target_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::unique_ptr<llvm::TargetMachine> tm_;  // the optimiser's cost models; not thread-safe
+  std::mutex mutex_;
+  int batches_ = 0;
+};
+
+}  // namespace kfuse::cpu

@@ -1,0 +1,407 @@
+#include "codegen/cpu/llvm_emitter.h"
+
+#include <array>
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <unordered_set>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/cpu/loop_space.h"
+#include "codegen/cpu/scalar_emitter.h"
+#include "codegen/cpu/storage.h"
+#include "ir/support/strings.h"
+
+namespace kfuse::cpu {
+namespace {
+
+using kernel::Combiner;
+using kernel::Kernel;
+using kernel::StoreScope;
+using llvm::Value;
+
+// Accumulators hold the reduced value's compute type, except that a sum of
+// bools counts (the reference sums 0/1 doubles).
+DType accumulatorType(Combiner c, DType value) {
+  return c == Combiner::Sum && value == DType::Bool ? DType::I64 : value;
+}
+
+Value* initialValue(llvm::IRBuilderBase& b, Combiner c, DType t) {
+  if (t == DType::Bool) return b.getInt1(c == Combiner::Min);  // max of none: false
+  if (t == DType::I64) {
+    int64_t v = c == Combiner::Sum ? 0
+                : c == Combiner::Max ? std::numeric_limits<int64_t>::min()
+                                     : std::numeric_limits<int64_t>::max();
+    return b.getInt64(static_cast<uint64_t>(v));
+  }
+  return llvm::ConstantFP::get(computeTypeOf(b.getContext(), t), kernel::combinerInit(c));
+}
+
+Value* combine(llvm::IRBuilderBase& b, Combiner c, DType t, Value* acc, Value* v) {
+  namespace I = llvm::Intrinsic;
+  bool isFloat = t == DType::F32 || t == DType::F64;
+  switch (c) {
+    case Combiner::Sum: return isFloat ? b.CreateFAdd(acc, v) : b.CreateAdd(acc, v);
+    case Combiner::Max:
+      if (isFloat) return emitNanMax(b, acc, v);
+      return t == DType::Bool ? b.CreateOr(acc, v) : b.CreateBinaryIntrinsic(I::smax, acc, v);
+    case Combiner::Min:
+      if (isFloat) return emitNanMin(b, acc, v);
+      return t == DType::Bool ? b.CreateAnd(acc, v) : b.CreateBinaryIntrinsic(I::smin, acc, v);
+  }
+  return acc;
+}
+
+// Accumulator leaves an expression reads.
+std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root) {
+  std::unordered_set<size_t> accs;
+  std::unordered_set<const ScalarNode*> seen;
+  std::function<void(const ScalarNode&)> walk = [&](const ScalarNode& n) {
+    if (!seen.insert(&n).second) return;
+    auto i = static_cast<size_t>(n.input);
+    if (n.op == ScalarOp::Input && i >= k.firstAccumulator() && i < k.firstGlobal()) accs.insert(i - k.firstAccumulator());
+    for (const ScalarRef& a : n.args) walk(*a);
+  };
+  walk(root);
+  return accs;
+}
+
+// A position in the index space: the element offset of every access (loads,
+// then stores) and the index of every kernel dim.
+struct Point {
+  std::vector<Value*> offsets;
+  std::vector<Value*> index;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const Kernel& k, llvm::Module& m)
+      : k_(k), loops_(buildLoops(k)), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_) {}
+
+  llvm::Function* run();
+
+ private:
+  class Site;
+  using Body = std::function<void(const Point&)>;
+
+  Point origin();
+  void emitLoop(int64_t extent, const char* name, const std::function<void(Value*)>& body);
+  void emitNest(const LoopSpace& space, size_t level, const Point& at, const Body& body);
+  void emitPrologue();
+  void emitOuterPoint(const Point& p);
+  void emitReductionGroup(size_t first, size_t last, const Point& p);
+  void emitElementStores(const Point& p);
+  void emitRowLevel(const Point& p);
+  void emitFinalStores();
+  void emitStores(Site& site, StoreScope scope);
+  void foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v);
+  llvm::AllocaInst* slot(DType t, const char* name);
+
+  const Kernel& k_;
+  KernelLoops loops_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  llvm::Function* fn_ = nullptr;
+  llvm::IRBuilder<> b_;
+  llvm::IRBuilder<> entry_;                  // allocas, at the top of the entry block
+  std::vector<Value*> buffers_;              // typed pointers to element 0
+  std::vector<Value*> accs_;                 // this outer point's accumulators
+  std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
+};
+
+// One evaluation point: loads happen on first use, every node once.
+class KernelEmitter::Site {
+ public:
+  Site(KernelEmitter& e, const Point& p)
+      : e_(e), p_(p), loads_(e.k_.loads.size(), nullptr),
+        scalars_(e.b_, [this](const ScalarNode& n) { return leaf(n); }) {}
+
+  Value* eval(const ScalarRef& e) { return scalars_.emit(*e); }
+
+  Value* elementPtr(size_t access, int buffer) {
+    llvm::Type* t = storageTypeOf(e_.ctx_, e_.k_.buffers[static_cast<size_t>(buffer)].type.dtype);
+    return e_.b_.CreateInBoundsGEP(t, e_.buffers_[static_cast<size_t>(buffer)], p_.offsets[access]);
+  }
+
+ private:
+  Value* leaf(const ScalarNode& n) {
+    const Kernel& k = e_.k_;
+    auto i = static_cast<size_t>(n.input);
+    DType from = DType::I64;
+    Value* v = nullptr;
+    if (n.op == ScalarOp::Index) {
+      v = p_.index[i];
+    } else if (i < k.firstAccumulator()) {
+      from = computeType(k.buffers[static_cast<size_t>(k.loads[i].buffer)].type.dtype);
+      v = load(i);
+    } else if (i < k.firstGlobal()) {
+      size_t r = i - k.firstAccumulator();
+      from = accumulatorType(k.reductions[r].combiner, k.reductions[r].value->type);
+      v = e_.accs_[r];
+    } else {
+      llvm::AllocaInst* slot = e_.globals_[i - k.firstGlobal()];
+      from = globalType(i - k.firstGlobal());
+      v = e_.b_.CreateLoad(slot->getAllocatedType(), slot);
+    }
+    return emitConvert(e_.b_, v, from, n.type);
+  }
+
+  Value* load(size_t i) {
+    if (!loads_[i]) {
+      int buffer = e_.k_.loads[i].buffer;
+      loads_[i] = emitLoadElement(e_.b_, elementPtr(i, buffer), e_.k_.buffers[static_cast<size_t>(buffer)].type.dtype);
+    }
+    return loads_[i];
+  }
+
+  DType globalType(size_t g) const {
+    const Kernel& k = e_.k_;
+    const kernel::Global& global = g < k.prologue.size() ? k.prologue[g] : k.globals[g - k.prologue.size()];
+    return accumulatorType(global.combiner, global.value->type);
+  }
+
+  KernelEmitter& e_;
+  const Point& p_;
+  std::vector<Value*> loads_;
+  ScalarEmitter scalars_;
+};
+
+llvm::Function* KernelEmitter::run() {
+  llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo()}, false);
+  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k_.name, m_);
+  fn_->setDoesNotThrow();
+  fn_->addParamAttr(0, llvm::Attribute::NoCapture);
+  fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
+  llvm::Argument* arg = fn_->getArg(0);
+  arg->setName("buffers");
+
+  auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry);
+  for (size_t i = 0; i < k_.buffers.size(); ++i) {
+    const kernel::Buffer& buf = k_.buffers[i];
+    Value* raw = b_.CreateAlignedLoad(bytePtr, b_.CreateConstInBoundsGEP1_64(bytePtr, arg, i), llvm::Align(8),
+                                      buf.name + ".raw");
+    buffers_.push_back(b_.CreateBitCast(raw, storageTypeOf(ctx_, buf.type.dtype)->getPointerTo(), buf.name));
+  }
+  auto initGlobal = [&](const kernel::Global& g, const char* name) {
+    DType t = accumulatorType(g.combiner, g.value->type);
+    globals_.push_back(slot(t, name));
+    b_.CreateStore(initialValue(b_, g.combiner, t), globals_.back());
+  };
+  for (const auto& g : k_.prologue) initGlobal(g, "prologue");
+  for (const auto& g : k_.globals) initGlobal(g, "global");
+
+  if (!loops_.outer.empty) {
+    if (!k_.prologue.empty()) emitPrologue();
+    emitNest(loops_.outer, 0, origin(), [&](const Point& p) { emitOuterPoint(p); });
+  }
+  emitFinalStores();
+  b_.CreateRetVoid();
+  return fn_;
+}
+
+// Allocas go to the top of the entry block, where mem2reg promotes them.
+llvm::AllocaInst* KernelEmitter::slot(DType t, const char* name) {
+  llvm::BasicBlock& entry = fn_->getEntryBlock();
+  entry_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
+  return entry_.CreateAlloca(computeTypeOf(ctx_, t), nullptr, name);
+}
+
+Point KernelEmitter::origin() {
+  Point p;
+  for (const auto& l : k_.loads) p.offsets.push_back(b_.getInt64(static_cast<uint64_t>(l.map.base)));
+  for (const auto& s : k_.stores) p.offsets.push_back(b_.getInt64(static_cast<uint64_t>(s.map.base)));
+  p.index.assign(k_.numDims(), b_.getInt64(0));
+  return p;
+}
+
+// A bottom-tested counted loop: callers only emit loops of extent >= 1.
+void KernelEmitter::emitLoop(int64_t extent, const char* name, const std::function<void(Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+  iv->addIncoming(b_.getInt64(0), pre);
+  body(iv);
+  Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+  b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(static_cast<uint64_t>(extent))), header, exit);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.SetInsertPoint(exit);
+}
+
+// Loops over space.dims[level..] around `body`. Each loop adds its stride
+// times its counter to the offsets of the accesses that move with it, so the
+// innermost loop does one add per moving access (loop-invariant parts stay
+// in the loops they belong to).
+void KernelEmitter::emitNest(const LoopSpace& space, size_t level, const Point& at, const Body& body) {
+  if (level == space.dims.size()) {
+    body(at);
+    return;
+  }
+  const LoopDim& dim = space.dims[level];
+  const char* name = &space == &loops_.outer ? "outer" : "reduce";
+  emitLoop(dim.extent, name, [&](Value* iv) {
+    Point inner = at;
+    for (size_t a = 0; a < inner.offsets.size(); ++a) {
+      int64_t stride = dim.strides[a];
+      if (stride == 0) continue;
+      Value* step = stride == 1 ? iv : b_.CreateMul(iv, b_.getInt64(static_cast<uint64_t>(stride)), "", false, true);
+      auto* base = llvm::dyn_cast<llvm::ConstantInt>(at.offsets[a]);
+      inner.offsets[a] = base && base->isZero() ? step : b_.CreateAdd(at.offsets[a], step, "", false, true);
+    }
+    if (dim.kernelDim >= 0) inner.index[static_cast<size_t>(dim.kernelDim)] = iv;
+    emitNest(space, level + 1, inner, body);
+  });
+}
+
+void KernelEmitter::foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v) {
+  DType t = accumulatorType(g.combiner, g.value->type);
+  Value* acc = b_.CreateLoad(slot->getAllocatedType(), slot);
+  b_.CreateStore(combine(b_, g.combiner, t, acc, emitConvert(b_, v, g.value->type, t)), slot);
+}
+
+void KernelEmitter::emitPrologue() {
+  emitNest(loops_.outer, 0, origin(), [&](const Point& p) {
+    Site site(*this, p);
+    std::vector<Value*> values;
+    for (const auto& g : k_.prologue) values.push_back(site.eval(g.value));
+    for (size_t i = 0; i < values.size(); ++i) foldGlobal(k_.prologue[i], globals_[i], values[i]);
+  });
+}
+
+void KernelEmitter::emitOuterPoint(const Point& p) {
+  accs_.assign(k_.reductions.size(), nullptr);
+  // A reduction joins the previous one's loop unless it reads an accumulator
+  // of that loop, which is final only after it.
+  for (size_t first = 0; first < k_.reductions.size();) {
+    size_t last = first + 1;
+    while (last < k_.reductions.size()) {
+      auto reads = accumulatorsRead(k_, *k_.reductions[last].value);
+      bool dependent = false;
+      for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
+      if (dependent) break;
+      ++last;
+    }
+    emitReductionGroup(first, last, p);
+    first = last;
+  }
+  emitElementStores(p);
+  emitRowLevel(p);
+}
+
+void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p) {
+  std::vector<llvm::AllocaInst*> slots;
+  std::vector<DType> types;
+  for (size_t r = first; r < last; ++r) {
+    const kernel::Reduction& red = k_.reductions[r];
+    types.push_back(accumulatorType(red.combiner, red.value->type));
+    slots.push_back(slot(types.back(), "acc"));
+    b_.CreateStore(initialValue(b_, red.combiner, types.back()), slots.back());
+  }
+  if (!loops_.reduce.empty) {
+    emitNest(loops_.reduce, 0, p, [&](const Point& q) {
+      Site site(*this, q);
+      for (size_t r = first; r < last; ++r) {
+        const kernel::Reduction& red = k_.reductions[r];
+        size_t i = r - first;
+        Value* v = emitConvert(b_, site.eval(red.value), red.value->type, types[i]);
+        Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i]);
+        b_.CreateStore(combine(b_, red.combiner, types[i], acc, v), slots[i]);
+      }
+    });
+  }
+  for (size_t r = first; r < last; ++r)
+    accs_[r] = b_.CreateLoad(slots[r - first]->getAllocatedType(), slots[r - first], "acc");
+}
+
+// Evaluates every store of `scope` at the site, then writes them: all loads
+// of a point happen before its stores, as in the interpreter.
+void KernelEmitter::emitStores(Site& site, StoreScope scope) {
+  std::vector<std::pair<size_t, Value*>> values;
+  for (size_t s = 0; s < k_.stores.size(); ++s)
+    if (k_.stores[s].scope == scope) values.emplace_back(s, site.eval(k_.stores[s].value));
+  for (auto [s, v] : values) {
+    const kernel::Store& store = k_.stores[s];
+    DType storage = k_.buffers[static_cast<size_t>(store.buffer)].type.dtype;
+    emitStoreElement(b_, site.elementPtr(k_.loads.size() + s, store.buffer), v, store.value->type, storage);
+  }
+}
+
+void KernelEmitter::emitElementStores(const Point& p) {
+  bool any = false;
+  for (const auto& s : k_.stores) any |= s.scope == StoreScope::Element;
+  if (!any || loops_.reduce.empty) return;
+  emitNest(loops_.reduce, 0, p, [&](const Point& q) {
+    Site site(*this, q);
+    emitStores(site, StoreScope::Element);
+  });
+}
+
+// Row stores and globals read row-invariant values: they are evaluated at
+// reduce index 0, the point `p` stands for.
+void KernelEmitter::emitRowLevel(const Point& p) {
+  Site site(*this, p);
+  std::vector<Value*> values;
+  for (const auto& g : k_.globals) values.push_back(site.eval(g.value));
+  emitStores(site, StoreScope::Row);
+  for (size_t i = 0; i < values.size(); ++i) foldGlobal(k_.globals[i], globals_[k_.prologue.size() + i], values[i]);
+}
+
+void KernelEmitter::emitFinalStores() {
+  Point p = origin();
+  Site site(*this, p);
+  emitStores(site, StoreScope::Final);
+}
+
+// C library functions generated code calls, directly (scalar_emitter.cpp)
+// or once LLVM lowers an intrinsic or recognises a loop idiom. A kernel of
+// one of these names would be called in their place.
+bool isReservedName(std::string_view name) {
+  static constexpr std::array<std::string_view, 13> kMath = {"exp", "expm1", "log", "log1p", "pow", "sqrt", "tanh",
+                                                             "erf", "sin", "cos", "floor", "ceil", "fabs"};
+  for (std::string_view f : kMath)
+    if (name == f || (name.size() == f.size() + 1 && name.substr(0, f.size()) == f && name.back() == 'f')) return true;
+  return name == "memset" || name == "memcpy" || name == "memmove";
+}
+
+Status checkScalars(const Kernel& k) {
+  auto check = [&](const ScalarRef& e, const std::string& what) -> Status {
+    Status s = checkEmittable(*e);
+    if (!s) return Error(str(what, ": ", s.message()));
+    return Status::ok();
+  };
+  for (size_t i = 0; i < k.reductions.size(); ++i) KF_RETURN_IF_ERROR(check(k.reductions[i].value, str("reduction ", i)));
+  for (size_t i = 0; i < k.prologue.size(); ++i) KF_RETURN_IF_ERROR(check(k.prologue[i].value, str("prologue ", i)));
+  for (size_t i = 0; i < k.globals.size(); ++i) KF_RETURN_IF_ERROR(check(k.globals[i].value, str("global ", i)));
+  for (size_t i = 0; i < k.stores.size(); ++i) KF_RETURN_IF_ERROR(check(k.stores[i].value, str("store ", i)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<llvm::Function*> emitKernel(const Kernel& k, llvm::LLVMContext& ctx, llvm::Module& module) {
+  auto fail = [&](const std::string& msg) { return Error(str("kernel @", k.name, ": ", msg)); };
+  if (&ctx != &module.getContext()) return fail("the module belongs to another LLVMContext");
+  if (k.name.empty()) return Error("kernel has no name");
+  if (isReservedName(k.name)) return fail("the name is a C library function generated code may call");
+  if (module.getNamedValue(k.name)) return fail("the module already defines a symbol of that name");
+  KF_RETURN_IF_ERROR(verifyKernel(k));
+  if (Status s = checkScalars(k); !s) return fail(s.message());
+
+  llvm::Function* fn = KernelEmitter(k, module).run();
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyFunction(*fn, &os)) {
+    fn->eraseFromParent();
+    return fail("generated LLVM IR does not verify: " + os.str());
+  }
+  return fn;
+}
+
+}  // namespace kfuse::cpu

@@ -1,0 +1,41 @@
+// Kernel IR -> LLVM IR for the CPU. Each kernel becomes one function with a
+// fixed C ABI:
+//
+//   void <kernel name>(void** buffers);
+//
+// buffers[i] points at the first element of kernel buffer i (kernel order),
+// in the buffer's storage dtype, aligned at least to the element size (the
+// runtime's 64-byte alignment is not assumed). Buffers may not overlap,
+// except that an output may be the very same memory as an input it replaces
+// element for element (in-place kernels); no `noalias` is claimed, so LLVM
+// guards vectorized loops with run-time overlap checks.
+//
+// The function runs the semantics of kernel_ir.h in order: prologue globals
+// in a loop over the outer space, then the outer loop nest (innermost dim
+// innermost, unit-stride friendly, so elementwise kernels vectorize), per
+// outer point each reduction folded strictly in row-major order in the
+// compute type (consecutive reductions that do not read each other share a
+// loop), the element stores in a loop over the reduce space, the row stores
+// and the globals; final stores last. Dims of extent 1 vanish and
+// contiguous dims merge (loop_space.h).
+#pragma once
+
+#include <llvm/IR/Function.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/kernel/kernel_ir.h"
+#include "ir/support/expected.h"
+
+namespace kfuse::cpu {
+
+// The C type of every emitted kernel.
+using KernelFn = void (*)(void** buffers);
+
+// Adds the kernel's function, named k.name, to `module` (whose context must
+// be `ctx`). Fails, naming the kernel, if it does not verify (verifyKernel),
+// uses an op/type pair the backend does not implement, or its name is taken
+// or is that of a C library function the generated code may call (expf).
+Expected<llvm::Function*> emitKernel(const kernel::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& module);
+
+}  // namespace kfuse::cpu

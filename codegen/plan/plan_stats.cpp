@@ -1,0 +1,52 @@
+#include "codegen/plan/plan_stats.h"
+
+#include <set>
+
+namespace kfuse {
+
+uint64_t PlanStats::launches() const {
+  uint64_t n = 0;
+  for (const PhaseStats& p : phases) n += p.launches;
+  return n;
+}
+
+uint64_t PlanStats::bytesMoved() const {
+  uint64_t n = 0;
+  for (const PhaseStats& p : phases) n += p.bytesMoved;
+  return n;
+}
+
+PlanStats planStats(const Plan& p) {
+  PlanStats s;
+  for (const Step& step : p.steps) {
+    std::set<int> touched;
+    auto touch = [&](int b) { touched.insert(p.storageOf(b)); };
+    switch (step.kind) {
+      case StepKind::Kernels:
+        ++s.kernelLaunches;
+        break;
+      case StepKind::Gemm:
+        ++s.libraryCalls;
+        touch(step.gemm.a);
+        touch(step.gemm.b);
+        // A GEMM with an epilogue hands its result to the epilogue in cache
+        // line-sized pieces on a GPU, but on the CPU it is written and read.
+        touch(step.gemm.c);
+        break;
+      case StepKind::Reference:
+        ++s.referenceOps;
+        for (int b : step.inputs) touch(b);
+        for (int b : step.outputs) touch(b);
+        break;
+    }
+    for (const std::vector<int>& buffers : step.kernelBuffers)
+      for (int b : buffers) touch(b);
+    if (step.ops > 1) ++s.fusedKernels;
+    PhaseStats& ph = s.phases[static_cast<size_t>(step.phase)];
+    ++ph.launches;
+    for (int b : touched) ph.bytesMoved += p.buffers[static_cast<size_t>(b)].type.byteSize();
+  }
+  return s;
+}
+
+}  // namespace kfuse

@@ -1,0 +1,31 @@
+// What a plan costs: launches and bytes moved, per phase of a training step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "runtime/plan.h"
+
+namespace kfuse {
+
+struct PhaseStats {
+  uint64_t launches = 0;
+  uint64_t bytesMoved = 0;  // read + written by the phase's launches
+};
+
+struct PlanStats {
+  std::array<PhaseStats, 4> phases;  // indexed by Phase
+  uint64_t kernelLaunches = 0;       // generated kernel bundles
+  uint64_t fusedKernels = 0;         // launches computing more than one op
+  uint64_t libraryCalls = 0;         // GEMMs
+  uint64_t referenceOps = 0;         // ops run by their reference implementation
+  uint64_t launches() const;
+  uint64_t bytesMoved() const;
+};
+
+// Bytes moved estimate each launch's distinct buffers once: every input it
+// reads and every output it writes (a fused launch keeps its intermediates in
+// registers, so they cost nothing).
+PlanStats planStats(const Plan& p);
+
+}  // namespace kfuse

@@ -1,0 +1,215 @@
+// Elementwise kernels on the CPU JIT against the kernel interpreter: every
+// scalar op on every compute type, broadcasts, transposes, Index leaves.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/support/strings.h"
+#include "tests/codegen/jit_harness.h"
+#include "tests/codegen/kernel_builder.h"
+
+namespace kfuse::testing {
+namespace {
+
+Scalar c(double v, DType t) { return Scalar::constant(v, t); }
+
+TEST(CpuElementwise, AddIsBitExact) {
+  // f32 + f32 computed in f32 equals the double sum rounded to f32.
+  Kernel k = elementwiseKernel("add", {37, 129}, {DType::F32, DType::F32}, DType::F32,
+                               [](const std::vector<Scalar>& x) { return x[0] + x[1]; });
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 1, {-1e3, 1e3}));
+}
+
+TEST(CpuElementwise, BasicArithmeticIsBitExact) {
+  for (ScalarOp op : {ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Div}) {
+    Kernel k = elementwiseKernel("arith", {1000}, {DType::F32, DType::F32}, DType::F32,
+                                 [&](const std::vector<Scalar>& x) { return binary(op, x[0], x[1]); });
+    EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 2, {-10, 10, 0.05})) << scalarOpName(op);
+  }
+  Kernel k = elementwiseKernel("square_root", {1000}, {DType::F32}, DType::F32,
+                               [&](const std::vector<Scalar>& x) { return sqrt(x[0]); });
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 3, {0, 100, 0.05}));
+}
+
+TEST(CpuElementwise, BroadcastAndTransposedLoads) {
+  // out[i,j,k] = a[i,j,k] * b[k] + t[k,j,i] + s[] (scalar), a strided slice too.
+  KernelBuilder b("broadcast", {5, 6, 67});
+  Scalar a = b.loadAxes(b.input(DType::F32, {5, 6, 67}), {0, 1, 2});
+  Scalar row = b.loadAxes(b.input(DType::F32, {67}), {2});
+  Scalar t = b.loadAxes(b.input(DType::F32, {67, 6, 5}), {2, 1, 0});
+  Scalar s = b.loadAxes(b.input(DType::F32, {}), {});
+  // Every other column of a [5, 6, 134] tensor, starting at column 1.
+  Scalar slice = b.load(b.input(DType::F32, {5, 6, 134}), {6 * 134, 134, 2}, 1);
+  b.storeOuter(b.output(DType::F32, {5, 6, 67}), a * row + t + s - slice);
+  EXPECT_TRUE(matchesInterpreter(b.build(), Tolerance::f32()));
+}
+
+TEST(CpuElementwise, StoreThroughTransposedMap) {
+  KernelBuilder b("transpose_store", {33, 17});
+  Scalar x = b.loadOuter(b.input(DType::F64, {33, 17}));
+  b.storeAxes(b.output(DType::F64, {17, 33}), {1, 0}, x * 2.0);
+  EXPECT_TRUE(matchesInterpreter(b.build(), Tolerance::exact()));
+}
+
+struct UnaryCase {
+  ScalarOp op;
+  double lo, hi;
+};
+
+TEST(CpuElementwise, EveryUnaryFloatOp) {
+  const UnaryCase cases[] = {
+      {ScalarOp::Neg, -5, 5},    {ScalarOp::Abs, -5, 5},    {ScalarOp::Exp, -20, 20},  {ScalarOp::Expm1, -3, 3},
+      {ScalarOp::Log, 1e-3, 50}, {ScalarOp::Log1p, -0.9, 5}, {ScalarOp::Sqrt, 0, 50},   {ScalarOp::Rsqrt, 1e-3, 50},
+      {ScalarOp::Tanh, -6, 6},   {ScalarOp::Erf, -4, 4},    {ScalarOp::Sin, -10, 10},  {ScalarOp::Cos, -10, 10},
+      {ScalarOp::Floor, -9, 9},  {ScalarOp::Ceil, -9, 9},
+  };
+  for (const UnaryCase& uc : cases) {
+    for (DType t : {DType::F32, DType::F64}) {
+      Kernel k = elementwiseKernel(str("unary_", scalarOpName(uc.op)), {257}, {t}, t,
+                                   [&](const std::vector<Scalar>& x) { return unary(uc.op, x[0]); });
+      Tolerance tol = t == DType::F32 ? Tolerance{1e-6, 1e-6} : Tolerance{1e-14, 1e-14};
+      EXPECT_TRUE(matchesInterpreter(k, tol, 7, {uc.lo, uc.hi})) << scalarOpName(uc.op) << " " << dtypeName(t);
+      // NaN, infinities and signed zeros behave as the double reference does.
+      EXPECT_TRUE(matchesInterpreter(k, tol, 8, {uc.lo, uc.hi, 0.5})) << scalarOpName(uc.op) << " specials";
+    }
+  }
+}
+
+TEST(CpuElementwise, EveryBinaryFloatOp) {
+  for (ScalarOp op : {ScalarOp::Add, ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Div, ScalarOp::Pow, ScalarOp::Max,
+                      ScalarOp::Min}) {
+    for (DType t : {DType::F32, DType::F64}) {
+      Kernel k = elementwiseKernel(str("binary_", scalarOpName(op)), {131}, {t, t}, t,
+                                   [&](const std::vector<Scalar>& x) { return binary(op, x[0], x[1]); });
+      Tolerance tol = t == DType::F32 ? Tolerance{1e-6, 1e-6} : Tolerance{1e-14, 1e-14};
+      double lo = op == ScalarOp::Pow ? 0.1 : -4;
+      EXPECT_TRUE(matchesInterpreter(k, tol, 11, {lo, 4, 0.3})) << scalarOpName(op) << " " << dtypeName(t);
+    }
+  }
+}
+
+TEST(CpuElementwise, MaxMinPropagateNaNAndOrderZeros) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (ScalarOp op : {ScalarOp::Max, ScalarOp::Min}) {
+    Kernel k = elementwiseKernel("maxmin", {6}, {DType::F32, DType::F32}, DType::F32,
+                                 [&](const std::vector<Scalar>& x) { return binary(op, x[0], x[1]); });
+    std::vector<Tensor> buffers = {
+        Tensor::fromDoubles(TensorType(DType::F32, {6}), {nan, 1, 0.0, -0.0, -INFINITY, 3}),
+        Tensor::fromDoubles(TensorType(DType::F32, {6}), {1, nan, -0.0, 0.0, 2, INFINITY}),
+        Tensor(TensorType(DType::F32, {6}))};
+    EXPECT_TRUE(matchesInterpreter(k, buffers, Tolerance::exact())) << scalarOpName(op);
+  }
+}
+
+TEST(CpuElementwise, ComparisonsAndLogic) {
+  for (DType t : {DType::F32, DType::F64, DType::I64, DType::Bool}) {
+    for (ScalarOp op : {ScalarOp::Lt, ScalarOp::Le, ScalarOp::Gt, ScalarOp::Ge, ScalarOp::Eq, ScalarOp::Ne,
+                        ScalarOp::And, ScalarOp::Or}) {
+      Kernel k = elementwiseKernel("compare", {300}, {t, t}, DType::Bool,
+                                   [&](const std::vector<Scalar>& x) { return binary(op, x[0], x[1]); });
+      // Few distinct values, so that equal operands are common.
+      EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 5, {-2, 2, 0.2}))
+          << scalarOpName(op) << " " << dtypeName(t);
+    }
+    Kernel k = elementwiseKernel("not", {100}, {t}, DType::Bool,
+                                 [&](const std::vector<Scalar>& x) { return !x[0]; });
+    EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 6, {-2, 2, 0.3})) << "not " << dtypeName(t);
+  }
+}
+
+TEST(CpuElementwise, SelectOnEveryType) {
+  for (DType t : {DType::F32, DType::F64, DType::I64, DType::Bool}) {
+    Kernel k = elementwiseKernel("select", {200}, {DType::Bool, t, t}, t,
+                                 [&](const std::vector<Scalar>& x) { return select(x[0], x[1], x[2]); });
+    EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 9, {-100, 100})) << dtypeName(t);
+  }
+}
+
+TEST(CpuElementwise, IntegerArithmetic) {
+  for (ScalarOp op : {ScalarOp::Add, ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Div, ScalarOp::Max, ScalarOp::Min,
+                      ScalarOp::Pow}) {
+    for (DType t : {DType::I64, DType::I32, DType::I8}) {
+      Kernel k = elementwiseKernel("int_binary", {500}, {t, t}, DType::I64,
+                                   [&](const std::vector<Scalar>& x) { return binary(op, x[0], x[1]); });
+      InputSpec spec = op == ScalarOp::Pow ? InputSpec{0, 9} : InputSpec{-20, 20};  // includes x / 0
+      EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 13, spec)) << scalarOpName(op) << " " << dtypeName(t);
+    }
+  }
+  for (ScalarOp op : {ScalarOp::Neg, ScalarOp::Abs, ScalarOp::Floor, ScalarOp::Ceil}) {
+    Kernel k = elementwiseKernel("int_unary", {100}, {DType::I64}, DType::I64,
+                                 [&](const std::vector<Scalar>& x) { return unary(op, x[0]); });
+    EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 14, {-1000, 1000})) << scalarOpName(op);
+  }
+}
+
+TEST(CpuElementwise, IntegerDivisionNeverTraps) {
+  Kernel k = elementwiseKernel("div", {8}, {DType::I64, DType::I64}, DType::I64,
+                               [](const std::vector<Scalar>& x) { return x[0] / x[1]; });
+  const double min = -9223372036854775808.0;  // INT64_MIN / -1 must not trap either
+  std::vector<Tensor> buffers = {
+      Tensor::fromDoubles(TensorType(DType::I64, {8}), {7, -7, 7, -7, 5, 0, min, 9}),
+      Tensor::fromDoubles(TensorType(DType::I64, {8}), {2, 2, -2, -2, 0, 0, -1, 3}),
+      Tensor(TensorType(DType::I64, {8}))};
+  ASSERT_TRUE(runJit(k, buffers).isOk());
+  const int64_t* out = buffers[2].as<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(out, out + 7), (std::vector<int64_t>{3, -3, -3, 3, 0, 0, INT64_MIN}));
+  buffers[1].set(6, 1);  // keep the reference comparison to exactly representable values
+  EXPECT_TRUE(matchesInterpreter(k, buffers, Tolerance::exact()));
+}
+
+TEST(CpuElementwise, CastsBetweenComputeTypes) {
+  const DType types[] = {DType::F32, DType::F64, DType::I64, DType::Bool};
+  for (DType from : types) {
+    for (DType to : types) {
+      Kernel k = elementwiseKernel("cast", {300}, {from}, to,
+                                   [&](const std::vector<Scalar>& x) { return cast(x[0], to); });
+      // Fractions, negatives, NaN (-> 0 as an integer) and infinities.
+      EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 17, {-300, 300, 0.1}))
+          << dtypeName(from) << " -> " << dtypeName(to);
+    }
+  }
+}
+
+TEST(CpuElementwise, ConstantsOfEveryType) {
+  Kernel k = elementwiseKernel("consts", {10}, {DType::F32}, DType::F32, [](const std::vector<Scalar>& x) {
+    Scalar i = cast(c(-3, DType::I64) * c(7, DType::I64), DType::F32);
+    Scalar b = select(c(1, DType::Bool), c(0.1, DType::F32), c(0.2, DType::F32));
+    return x[0] * c(1.5, DType::F32) + i + b + cast(c(2.5, DType::F64), DType::F32);
+  });
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
+}
+
+TEST(CpuElementwise, IndexLeaves) {
+  // out[i, j, k] = i * 100 + j * 10 + k, with an extent-1 dim in the middle.
+  KernelBuilder b("iota", {4, 1, 3, 5});
+  Scalar v = Scalar::index(0) * c(100, DType::I64) + Scalar::index(2) * c(10, DType::I64) + Scalar::index(3) +
+             Scalar::index(1) * c(1000, DType::I64);
+  b.storeOuter(b.output(DType::I32, {4, 1, 3, 5}), v);
+  Kernel k = b.build();
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact()));
+}
+
+TEST(CpuElementwise, EmptyShapesRunNothing) {
+  for (Shape shape : {Shape{0}, Shape{3, 0}, Shape{0, 5, 7}}) {
+    Kernel k = elementwiseKernel("empty", shape, {DType::F32}, DType::F32,
+                                 [](const std::vector<Scalar>& x) { return exp(x[0]); });
+    EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact()));
+  }
+  Kernel scalar = elementwiseKernel("rank0", {}, {DType::F32}, DType::F16,
+                                    [](const std::vector<Scalar>& x) { return x[0] * 3.0; });
+  EXPECT_TRUE(matchesInterpreter(scalar, Tolerance::exact()));
+}
+
+TEST(CpuElementwise, HalfPrecisionArithmetic) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    Kernel k = elementwiseKernel("half_gelu", {1000}, {t, t}, t, [](const std::vector<Scalar>& x) {
+      Scalar y = x[0] * x[1];
+      return 0.5 * y * (1.0 + erf(y * 0.7071067811865476));
+    });
+    EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32(), 31, {-3, 3, 0.05})) << dtypeName(t);
+  }
+}
+
+}  // namespace
+}  // namespace kfuse::testing

@@ -1,0 +1,177 @@
+// The CPU JIT as a component: batches, errors, object files, what the
+// optimiser makes of the loops (vectorized elementwise code), compile time.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "codegen/cpu/compile.h"
+#include "codegen/cpu/loop_space.h"
+#include "tests/codegen/jit_harness.h"
+#include "tests/codegen/kernel_builder.h"
+
+namespace kfuse::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+Kernel fma(const std::string& name, const Shape& shape) {
+  return elementwiseKernel(name, shape, {DType::F32, DType::F32, DType::F32}, DType::F32,
+                           [](const std::vector<Scalar>& x) { return x[0] * x[1] + x[2]; });
+}
+
+TEST(CpuJit, MillionElementKernelIsVectorized) {
+  const int64_t n = 1 << 20;
+  Kernel k = elementwiseKernel("add_million", {n}, {DType::F32, DType::F32}, DType::F32,
+                               [](const std::vector<Scalar>& x) { return x[0] + x[1]; });
+  cpu::CompileOptions options;
+  options.keepOptimizedIR = true;
+  auto compiled = sharedJit().compile(std::span(&k, 1), options);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_NE(compiled->optimizedIR.find("x float>"), std::string::npos) << compiled->optimizedIR;
+  EXPECT_NE(compiled->optimizedIR.find("vector.body"), std::string::npos);
+
+  std::vector<Tensor> buffers = randomBuffers(k, 1);
+  std::vector<Tensor> reference = buffers;
+  runCompiled(compiled->functions[0], buffers);  // warm up (page faults)
+  const int reps = 50;
+  auto start = Clock::now();
+  for (int i = 0; i < reps; ++i) runCompiled(compiled->functions[0], buffers);
+  double seconds = msSince(start) / 1e3 / reps;
+  double bytes = 3.0 * 4.0 * static_cast<double>(n);  // two loads and a store per element
+  std::printf("[ perf ] add of 2^20 f32: %.1f us per call, %.1f GB/s\n", seconds * 1e6, bytes / seconds / 1e9);
+  EXPECT_TRUE(matchesInterpreter(k, reference, Tolerance::exact()));
+}
+
+TEST(CpuJit, ContiguousDimsMergeIntoOneVectorLoop) {
+  Kernel k = fma("fma3d", {7, 3, 129});
+  cpu::KernelLoops loops = cpu::buildLoops(k);
+  ASSERT_EQ(loops.outer.dims.size(), 1u);
+  EXPECT_EQ(loops.outer.dims[0].extent, 7 * 3 * 129);
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
+}
+
+TEST(CpuJit, LoopSpaceKeepsBroadcastIndexedAndDropsUnitDims) {
+  KernelBuilder b("loops", {4, 1, 5, 6}, {1, 3});
+  int x = b.input(DType::F32, {4, 5, 6, 3});
+  int y = b.input(DType::F32, {6});
+  Scalar v = b.loadAxes(x, {0, 2, 3, 5}) + b.loadAxes(y, {3}) + cast(Scalar::index(0), DType::F32);
+  b.storeAxes(b.output(DType::F32, {4, 5, 6}), {0, 2, 3}, b.reduce(Combiner::Sum, v), StoreScope::Row);
+  Kernel k = b.build();
+  cpu::KernelLoops loops = cpu::buildLoops(k);
+  // Dim 0 is read by an Index leaf, dims 2 and 3 are not contiguous for y
+  // (broadcast along 2 only), dim 1 and reduce dim 4 have extent 1.
+  ASSERT_EQ(loops.outer.dims.size(), 3u);
+  EXPECT_EQ(loops.outer.dims[0].kernelDim, 0);
+  EXPECT_EQ(loops.outer.dims[1].kernelDim, 2);
+  EXPECT_EQ(loops.outer.dims[2].kernelDim, 3);
+  ASSERT_EQ(loops.reduce.dims.size(), 1u);
+  EXPECT_EQ(loops.reduce.dims[0].extent, 3);
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
+}
+
+TEST(CpuJit, SharedSubexpressionsAreEmittedOnce) {
+  // tanh(x) feeds a chain that uses each level twice: 2^20 nodes as a tree
+  // (the interpreter walks that tree), 60 or so as a DAG.
+  Kernel k = elementwiseKernel("shared", {4}, {DType::F32}, DType::F32, [](const std::vector<Scalar>& x) {
+    Scalar v = tanh(x[0]);
+    for (int i = 0; i < 20; ++i) v = v * 0.5 + v * 0.25;
+    return v;
+  });
+  cpu::CompileOptions options;
+  options.optLevel = cpu::OptLevel::O0;
+  options.keepOptimizedIR = true;
+  auto compiled = sharedJit().compile(std::span(&k, 1), options);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_EQ(count(compiled->optimizedIR, "call float @tanhf"), 1u);
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
+}
+
+TEST(CpuJit, CompileTimeOfThirtySmallKernels) {
+  std::vector<Kernel> kernels;
+  for (int i = 0; i < 10; ++i) {
+    kernels.push_back(fma("fma_" + std::to_string(i), {64, 33 + i}));
+    Kernel s = softmaxKernel(16, 100 + i, DType::F32);
+    s.name = "softmax_" + std::to_string(i);
+    kernels.push_back(s);
+    Kernel c = columnSumKernel(50, 10 + i, DType::F16, DType::F32);
+    c.name = "colsum_" + std::to_string(i);
+    kernels.push_back(c);
+  }
+  auto start = Clock::now();
+  auto compiled = sharedJit().compile(kernels);
+  double ms = msSince(start);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_EQ(compiled->functions.size(), kernels.size());
+  std::printf("[ perf ] %zu kernels in one module: %.1f ms at O3\n", kernels.size(), ms);
+  for (size_t i = 0; i < kernels.size(); i += 7)
+    EXPECT_TRUE(compiledMatchesInterpreter(kernels[i], compiled->functions[i], Tolerance{1e-4, 1e-5}, i));
+}
+
+TEST(CpuJit, BatchesMayReuseNames) {
+  Kernel k = fma("same_name", {10});
+  ASSERT_TRUE(sharedJit().compile(std::span(&k, 1)));
+  ASSERT_TRUE(sharedJit().compile(std::span(&k, 1)));
+}
+
+TEST(CpuJit, ConcurrentCompiles) {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Kernel k = fma("threaded", {100 + t});
+      ok[static_cast<size_t>(t)] = matchesInterpreter(k, Tolerance::f32(), static_cast<uint64_t>(t)) ? 1 : 0;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok, std::vector<int>(4, 1));
+}
+
+std::string compileError(std::vector<Kernel> kernels) {
+  auto compiled = sharedJit().compile(kernels);
+  return compiled ? std::string("no error") : compiled.error().message();
+}
+
+TEST(CpuJit, ErrorsNameTheKernel) {
+  Kernel a = fma("twin", {4});
+  EXPECT_NE(compileError({a, a}).find("kernel @twin: the module already defines"), std::string::npos);
+
+  Kernel bad = fma("out_of_bounds", {4});
+  bad.loads[0].map.base = 10;
+  EXPECT_NE(compileError({bad}).find("kernel @out_of_bounds: load 0: offsets 10..13"), std::string::npos);
+
+  Kernel intExp = elementwiseKernel("int_exp", {4}, {DType::I64}, DType::I64,
+                                    [](const std::vector<Scalar>& x) { return exp(x[0]); });
+  EXPECT_EQ(compileError({intExp}),
+            "kernel @int_exp: store 0: the CPU backend does not implement exp of type i64");
+
+  Kernel boolAdd = elementwiseKernel("bool_add", {4}, {DType::Bool, DType::Bool}, DType::Bool,
+                                     [](const std::vector<Scalar>& x) { return x[0] + x[1]; });
+  EXPECT_NE(compileError({boolAdd}).find("add of type bool"), std::string::npos);
+
+  Kernel libm = fma("expf", {4});
+  EXPECT_NE(compileError({libm}).find("kernel @expf: the name is a C library function"), std::string::npos);
+}
+
+TEST(CpuJit, EmitsObjectFiles) {
+  std::vector<Kernel> kernels = {fma("aot_fma", {1000}), softmaxKernel(4, 32, DType::F32)};
+  auto object = cpu::emitObject(kernels);
+  ASSERT_TRUE(object) << object.error().message();
+  ASSERT_GT(object->bytes.size(), 4u);
+  EXPECT_EQ(object->bytes.substr(0, 4), "\x7f" "ELF");
+  EXPECT_NE(object->bytes.find("aot_fma"), std::string::npos);
+  EXPECT_NE(object->bytes.find("softmax"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfuse::testing

@@ -1,0 +1,123 @@
+// kfuse stats: launches and bytes moved per phase, without fusion and with
+// it, read off the plans the runtime executes.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "codegen/backend.h"
+#include "codegen/plan/plan_builder.h"
+#include "codegen/plan/plan_stats.h"
+#include "ir/specialize.h"
+#include "ir/support/strings.h"
+#include "runtime/trainer.h"
+#include "tools/kfuse/commands.h"
+#include "tools/kfuse/model_loader.h"
+
+namespace kfuse::cli {
+namespace {
+
+struct StatsArgs {
+  std::string model, target = "cpu", loss = "cross_entropy", optimizer = "adam";
+  bool train = false, json = false;
+  int64_t batch = 0;
+};
+
+// The plan of the model's inference forward, or of its training step.
+Expected<PlanStats> statsOf(const StatsArgs& a, bool fuse) {
+  KF_ASSIGN_OR_RETURN(auto model, loadModel(a.model));
+  if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
+  Graph& forward = *model->functions().front();
+  if (a.batch > 0) KF_RETURN_IF_ERROR(specializeBatch(forward, a.batch));
+  if (!a.train) {
+    KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, fuse));
+    KF_RETURN_IF_ERROR(prepareModule(*model, backend));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(forward));
+    return planStats(plan);
+  }
+  TrainerOptions o;
+  o.target = a.target;
+  o.fuse = fuse;
+  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
+  KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
+  KF_ASSIGN_OR_RETURN(auto trainer, Trainer::create(std::move(model), o));
+  const Plan* plan = trainer->trainPlan();
+  if (!plan) return Error(str("target '", a.target, "' runs no plan (use cpu)"));
+  return planStats(*plan);
+}
+
+std::string mb(uint64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3) << static_cast<double>(bytes) / 1e6 << " MB";
+  return os.str();
+}
+
+nlohmann::json toJson(const PlanStats& s) {
+  nlohmann::json phases;
+  for (Phase p : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer}) {
+    const PhaseStats& ps = s.phases[static_cast<size_t>(p)];
+    phases[std::string(phaseName(p))] = {{"launches", ps.launches}, {"bytes_moved", ps.bytesMoved}};
+  }
+  return {{"phases", phases},
+          {"launches", s.launches()},
+          {"kernel_launches", s.kernelLaunches},
+          {"fused_kernels", s.fusedKernels},
+          {"library_calls", s.libraryCalls},
+          {"reference_ops", s.referenceOps},
+          {"bytes_moved", s.bytesMoved()}};
+}
+
+void printTable(const StatsArgs& a, const PlanStats& unfused, const PlanStats& fused) {
+  std::cout << a.model << (a.train ? " (training step" : " (inference") << ", target " << a.target << ")\n";
+  std::cout << std::left << std::setw(12) << "phase" << std::right << std::setw(10) << "unfused" << std::setw(8)
+            << "fused" << "\n";
+  for (Phase p : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer}) {
+    if (!a.train && p != Phase::Forward) continue;
+    std::cout << std::left << std::setw(12) << phaseName(p) << std::right << std::setw(10)
+              << unfused.phases[static_cast<size_t>(p)].launches << std::setw(8)
+              << fused.phases[static_cast<size_t>(p)].launches << "\n";
+  }
+  double ratio = fused.launches() ? static_cast<double>(unfused.launches()) / static_cast<double>(fused.launches()) : 0;
+  std::cout << std::left << std::setw(12) << "total" << std::right << std::setw(10) << unfused.launches() << std::setw(8)
+            << fused.launches() << "   (" << std::fixed << std::setprecision(2) << ratio << "x fewer launches)\n"
+            << std::defaultfloat;
+  std::cout << "fused plan: " << fused.kernelLaunches << " kernel bundles, " << fused.libraryCalls
+            << " GEMMs (library calls, with their epilogues), " << fused.referenceOps << " reference ops; "
+            << fused.fusedKernels << " launches compute fused groups\n"
+            << "(a fused launch counts in the phase of the first op it computes)\n";
+  double bytesRatio = fused.bytesMoved() ? static_cast<double>(unfused.bytesMoved()) / static_cast<double>(fused.bytesMoved()) : 0;
+  std::cout << "bytes moved (estimate): " << mb(unfused.bytesMoved()) << " unfused, " << mb(fused.bytesMoved())
+            << " fused (" << std::fixed << std::setprecision(2) << bytesRatio << "x less)\n" << std::defaultfloat;
+}
+
+int runStats(const StatsArgs& a) {
+  auto unfused = statsOf(a, false);
+  if (!unfused) return reportError("stats", unfused.error());
+  auto fused = statsOf(a, true);
+  if (!fused) return reportError("stats", fused.error());
+  if (a.json) {
+    std::cout << nlohmann::json{{"model", a.model}, {"train", a.train}, {"target", a.target},
+                                {"unfused", toJson(*unfused)}, {"fused", toJson(*fused)}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  printTable(a, *unfused, *fused);
+  return 0;
+}
+
+}  // namespace
+
+Action addStatsCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("stats", "Launches and bytes moved per phase, without fusion and with it");
+  auto a = std::make_shared<StatsArgs>();
+  cmd->add_option("model", a->model, "Model (.kir or .onnx)")->required();
+  cmd->add_flag("--train", a->train, "Count a whole training step (forward, loss, backward, optimizer)");
+  cmd->add_option("--loss", a->loss, "Loss of the training step: cross_entropy or mse");
+  cmd->add_option("--optimizer", a->optimizer, "Optimizer of the training step: sgd, adam or adamw");
+  cmd->add_option("--target", a->target, "Target whose plan is counted: cpu");
+  cmd->add_option("--batch", a->batch, "Re-type the model for this batch size first");
+  cmd->add_flag("--json", a->json, "Print JSON instead of a table");
+  return [a] { return runStats(*a); };
+}
+
+}  // namespace kfuse::cli
