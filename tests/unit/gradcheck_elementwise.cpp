@@ -44,6 +44,12 @@ GradFamily elementwiseGrads() {
       {"equal", "boolean result"},
       {"less", "boolean result"},
       {"greater", "boolean result"},
+      {"less_equal", "boolean result"},
+      {"greater_equal", "boolean result"},
+      {"logical_not", "boolean result"},
+      {"logical_and", "boolean result"},
+      {"logical_or", "boolean result"},
+      {"logical_xor", "boolean result"},
       // Gradient-only ops: no second derivatives. Their forward values are
       // checked against torch.autograd by the op reference cases.
       {"relu_grad", "gradient-only op"},

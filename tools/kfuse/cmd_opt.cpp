@@ -13,6 +13,7 @@
 #include "passes/pass_registry.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
+#include "tools/kfuse/model_loader.h"
 
 namespace kfuse::cli {
 namespace {
@@ -24,7 +25,7 @@ struct OptArgs {
   InstrumentationFlags instr;
   bool remarks = false;
   bool splitInputFile = false;
-  std::string dot;
+  std::string dot, dotFunction;
   bool printKernels = false;
 };
 
@@ -63,9 +64,11 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   if (!s) return reportError("opt", s.error());
   for (const auto& r : diag.remarks()) std::cerr << "remark: [" << r.pass << "] " << r.message << "\n";
   if (!a.dot.empty()) {
-    if ((*module)->functions().empty()) return reportError("opt", Error("--dot: the module defines no function"));
-    if (auto w = writeFileAtomically(a.dot, cli::toDot(*(*module)->functions().front())); !w)
-      return reportError("opt", w.error());
+    const Module& m = **module;
+    const Graph* f = a.dotFunction.empty() ? (m.functions().empty() ? nullptr : m.functions().front().get())
+                                           : m.findFunction(a.dotFunction);
+    if (!f) return reportError("opt", Error("--dot: the module has no function " + (a.dotFunction.empty() ? std::string("to draw") : "@" + a.dotFunction)));
+    if (auto w = writeFileAtomically(a.dot, cli::toDot(*f)); !w) return reportError("opt", w.error());
   }
   if (a.printKernels) {
     if (auto s = printKernels(**module); !s) return reportError("opt", s.error());
@@ -113,7 +116,7 @@ int runOpt(const OptArgs& a) {
   // Check the flags before reading any input.
   if (auto p = parsePipeline(a.passes); !p) return reportError("opt", p.error());
   if (a.splitInputFile) return runSplit(a);
-  return optimizeModule(a, loadModuleArg(a.input));
+  return optimizeModule(a, loadModel(a.input));
 }
 
 }  // namespace
@@ -127,7 +130,8 @@ Action addOptCommand(CLI::App& app) {
   addInstrumentationFlags(cmd, a->instr);
   cmd->add_flag("--split-input-file", a->splitInputFile,
                 "Treat each chunk between '// -----' lines as a separate module");
-  cmd->add_option("--dot", a->dot, "Write the first function as Graphviz DOT, fused groups as clusters");
+  cmd->add_option("--dot", a->dot, "Write a function as Graphviz DOT, fused groups as clusters");
+  cmd->add_option("--dot-function", a->dotFunction, "The function --dot draws (default: the first)");
   cmd->add_flag("--print-kernels", a->printKernels,
                 "Print the kernel IR of every function's plan instead of the module");
   cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");

@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "ir/interpreter.h"
 #include "ir/npy.h"
@@ -12,15 +13,52 @@
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/model_loader.h"
 
+#if KFUSE_WITH_ONNX
+#include "frontend/onnx/tensor_proto.h"
+#endif
+
 namespace kfuse::cli {
 namespace {
 
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;  // NAME=FILE
+  std::vector<std::string> shapes;  // NAME=D0,D1,... (ONNX models)
   std::string outputDir;
+  std::string outputFormat;  // npy or pb; default: pb when every input is .pb
   std::string function;
 };
+
+bool isPbPath(const std::string& path) { return path.size() > 3 && path.substr(path.size() - 3) == ".pb"; }
+
+// An input file: NumPy .npy, or an ONNX TensorProto .pb.
+Expected<Tensor> readTensorArg(const std::string& path) {
+  if (!isPbPath(path)) return readNpy(path);
+#if KFUSE_WITH_ONNX
+  return onnx_import::readTensorFile(path);
+#else
+  return Error(str("'", path, "' is an ONNX TensorProto file, but this kfuse was built without ONNX support"));
+#endif
+}
+
+Status writeTensorArg(const std::string& path, const Tensor& t, const std::string& name) {
+  if (!isPbPath(path)) return writeNpy(path, t);
+#if KFUSE_WITH_ONNX
+  return onnx_import::writeTensorFile(path, t, name);
+#else
+  return Error("writing .pb outputs needs ONNX support (configure with -DKFUSE_WITH_ONNX=ON)");
+#endif
+}
+
+// Output names become file names: characters that are not safe in one
+// (ONNX names like "/fc/Gemm_output_0") become '_'.
+std::string fileStem(const std::string& name) {
+  std::string out = name;
+  for (char& ch : out)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) ch = '_';
+  if (out.empty() || out[0] == '.') out = "_" + out;
+  return out;
+}
 
 std::string summarize(const Tensor& t) {
   std::vector<double> v = t.toDoubles();
@@ -60,7 +98,7 @@ Expected<std::vector<Tensor>> gatherInputs(const Graph& g, const std::vector<std
     auto it = files.find(a->name());
     if (it == files.end())
       return Error(str("missing --input for ", sigilName('%', a->name()), " : ", formatType(a->type())));
-    KF_ASSIGN_OR_RETURN(Tensor t, readNpy(it->second));
+    KF_ASSIGN_OR_RETURN(Tensor t, readTensorArg(it->second));
     if (t.dtype() != a->type().dtype || t.shape() != a->type().shape)
       return Error(str("input ", sigilName('%', a->name()), " from '", it->second, "' is ", formatType(t.type()),
                        ", the model expects ", formatType(a->type())));
@@ -70,7 +108,17 @@ Expected<std::vector<Tensor>> gatherInputs(const Graph& g, const std::vector<std
 }
 
 int runRun(const RunArgs& a) {
-  auto module = loadModel(a.model);
+  ModelOptions opts;
+  if (Status s = parseShapeSpecs(a.shapes, opts); !s) return reportError("run", s.error());
+  std::string format = a.outputFormat;
+  if (format.empty()) {
+    bool allPb = !a.inputs.empty();
+    for (const std::string& in : a.inputs) allPb &= isPbPath(in);
+    format = allPb ? "pb" : "npy";
+  }
+  if (format != "npy" && format != "pb")
+    return reportError("run", Error(str("--output-format must be npy or pb, got '", format, "'")));
+  auto module = loadModel(a.model, opts);
   if (!module) return reportError("run", module.error());
   const Module& m = **module;
   if (m.functions().empty()) return reportError("run", Error(str("'", a.model, "' defines no function")));
@@ -80,19 +128,21 @@ int runRun(const RunArgs& a) {
   if (!args) return reportError("run", args.error());
   auto result = interpret(*g, *args);
   if (!result) return reportError("run", result.error());
-  ValueNames names(*g);
   if (!a.outputDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.outputDir, ec);
     if (ec) return reportError("run", Error(str("cannot create output directory '", a.outputDir, "': ", ec.message())));
   }
+  std::set<std::string> stems;
   for (size_t i = 0; i < result->outputs.size(); ++i) {
-    std::string name = names(g->results()[i]).substr(1);
+    std::string name = g->results()[i]->name();
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = str("output", i);
     std::cout << name << ": " << summarize(result->outputs[i]) << "\n";
     if (!a.outputDir.empty()) {
-      std::string path = (std::filesystem::path(a.outputDir) / (name + ".npy")).string();
-      if (auto s = writeNpy(path, result->outputs[i]); !s) return reportError("run", s.error());
+      std::string stem = fileStem(name);
+      if (!stems.insert(stem).second) stem = str(stem, "_", i);
+      std::string path = (std::filesystem::path(a.outputDir) / (stem + "." + format)).string();
+      if (auto s = writeTensorArg(path, result->outputs[i], name); !s) return reportError("run", s.error());
       std::cout << "  written to " << path << "\n";
     }
   }
@@ -104,9 +154,12 @@ int runRun(const RunArgs& a) {
 Action addRunCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a model on inputs with the reference interpreter");
   auto a = std::make_shared<RunArgs>();
-  cmd->add_option("model", a->model, "Model (.kir)")->required();
-  cmd->add_option("--input", a->inputs, "NAME=FILE.npy for each input of the function");
-  cmd->add_option("--output-dir", a->outputDir, "Write each output as NAME.npy into DIR");
+  cmd->add_option("model", a->model, "Model (.kir, or .onnx when built with ONNX support)")->required();
+  cmd->add_option("--input", a->inputs, "NAME=FILE for each input of the function (.npy, or ONNX TensorProto .pb)");
+  cmd->add_option("--shape", a->shapes, "NAME=D0,D1,...: the shape of ONNX input NAME (binds symbolic dimensions)");
+  cmd->add_option("--output-dir", a->outputDir, "Write each output as NAME.npy (or NAME.pb) into DIR");
+  cmd->add_option("--output-format", a->outputFormat,
+                  "npy or pb (default: pb when every input is a .pb file, else npy)");
   cmd->add_option("--function", a->function, "Function to run (default: the first)");
   return [a] { return runRun(*a); };
 }

@@ -18,6 +18,10 @@ Action addRunCommand(CLI::App& app);
 Action addOpsCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
 Action addStatsCommand(CLI::App& app);
+#if KFUSE_WITH_ONNX
+Action addImportCommand(CLI::App& app);
+Action addTestOnnxCommand(CLI::App& app);
+#endif
 
 // Parses a module from a path, or from standard input for "-".
 Expected<std::unique_ptr<Module>> loadModuleArg(const std::string& path);

@@ -1,5 +1,6 @@
 // kfuse: the command-line driver.
 #include <iostream>
+#include <new>
 
 #include "tools/kfuse/commands.h"
 
@@ -22,12 +23,22 @@ int main(int argc, char** argv) {
   add(kfuse::cli::addOpsCommand);
   add(kfuse::cli::addTrainCommand);
   add(kfuse::cli::addStatsCommand);
+#if KFUSE_WITH_ONNX
+  add(kfuse::cli::addImportCommand);
+  add(kfuse::cli::addTestOnnxCommand);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
-  for (auto& [sub, action] : commands)
-    if (sub->parsed()) return action();
+  // Errors are values everywhere; the one thing that can still escape is a
+  // failed allocation (a valid model too large for this machine's memory).
+  try {
+    for (auto& [sub, action] : commands)
+      if (sub->parsed()) return action();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kfuse: error: out of memory (the model's tensors do not fit in this machine's memory)\n";
+  }
   return 1;
 }

@@ -18,4 +18,10 @@ struct ModelOptions {
 
 Expected<std::unique_ptr<Module>> loadModel(const std::string& path, const ModelOptions& opts = {});
 
+// True for paths loadModel reads as ONNX models (*.onnx).
+bool isOnnxPath(const std::string& path);
+
+// Parses --shape specs ("x=1,3,64,64") into opts.shapes.
+Status parseShapeSpecs(const std::vector<std::string>& specs, ModelOptions& opts);
+
 }  // namespace kfuse::cli

@@ -1,0 +1,48 @@
+#include "frontend/onnx/op_table.h"
+
+#include <algorithm>
+
+#include "ir/support/strings.h"
+#include "onnx/defs/schema.h"
+
+namespace kfuse::onnx_import {
+
+std::vector<const OpLowering*> allLowerings() {
+  static const std::vector<const OpLowering*> all = [] {
+    std::vector<const OpLowering*> v;
+    for (auto table : {constantLowerings(), convTransposeLowerings(), elementwiseLowerings(), compositeMathLowerings(), gatherLowerings(), lossLowerings(), mathLowerings(),
+                       nnLowerings(), resizeLowerings(), shapeLowerings()})
+      for (const OpLowering& l : table) v.push_back(&l);
+    std::sort(v.begin(), v.end(), [](const OpLowering* a, const OpLowering* b) { return a->opType < b->opType; });
+    return v;
+  }();
+  return all;
+}
+
+OpResolution resolveOp(const std::string& domain, const std::string& opType, int64_t opset) {
+  OpResolution r;
+  if (!domain.empty() && domain != "ai.onnx") {
+    r.reason = str("ops of domain '", domain, "' are not supported");
+    return r;
+  }
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(opType, static_cast<int>(opset), "");
+  if (!schema) {
+    r.reason = str("'", opType, "' is not an ONNX op at opset ", opset);
+    return r;
+  }
+  r.version = schema->since_version();
+  std::vector<int> known;
+  for (const OpLowering* l : allLowerings()) {
+    if (l->opType != opType) continue;
+    if (std::find(l->versions.begin(), l->versions.end(), r.version) != l->versions.end()) {
+      r.lowering = l;
+      return r;
+    }
+    known.insert(known.end(), l->versions.begin(), l->versions.end());
+  }
+  r.reason = known.empty() ? str("kfuse has no lowering for ", opType)
+                           : str("kfuse lowers ", opType, " versions ", join(known), ", not version ", r.version);
+  return r;
+}
+
+}  // namespace kfuse::onnx_import

@@ -1,0 +1,229 @@
+// The importer on models built here with the ONNX protobuf API: folding,
+// parameters, provenance, op-version resolution, and how unsupported nodes
+// are collected.
+#include <gtest/gtest.h>
+
+#include "frontend/onnx/attributes.h"
+#include "frontend/onnx/importer.h"
+#include "frontend/onnx/op_table.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "onnx/onnx_pb.h"
+
+namespace kfuse::onnx_import {
+namespace {
+
+using onnx::TensorProto;
+
+// A model under construction; dims < 0 are symbolic ("batch").
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 13) {
+    proto_->set_ir_version(8);
+    auto* o = proto_->add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    proto_->mutable_graph()->set_name("test");
+  }
+  ModelBuilder& input(const std::string& name, std::vector<int64_t> dims, int type = TensorProto::FLOAT) {
+    valueInfo(proto_->mutable_graph()->add_input(), name, dims, type);
+    return *this;
+  }
+  ModelBuilder& output(const std::string& name, std::vector<int64_t> dims, int type = TensorProto::FLOAT) {
+    valueInfo(proto_->mutable_graph()->add_output(), name, dims, type);
+    return *this;
+  }
+  onnx::NodeProto& node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                        const std::string& name = "") {
+    onnx::NodeProto* n = proto_->mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    return *n;
+  }
+  ModelBuilder& initializer(const std::string& name, const Tensor& t) {
+    tensorToProto(t, name, *proto_->mutable_graph()->add_initializer());
+    return *this;
+  }
+  OnnxModel model() const { return OnnxModel{proto_, "test.onnx", proto_->opset_import(0).version()}; }
+
+ private:
+  static void valueInfo(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& dims, int type) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    auto* shape = t->mutable_shape();
+    for (int64_t d : dims) {
+      auto* dim = shape->add_dim();
+      if (d >= 0) dim->set_dim_value(d);
+      else dim->set_dim_param("batch");
+    }
+  }
+  std::shared_ptr<onnx::ModelProto> proto_ = std::make_shared<onnx::ModelProto>();
+};
+
+void setInts(onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void setInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+Tensor i64(std::vector<int64_t> v, Shape shape) {
+  Tensor t(TensorType(DType::I64, std::move(shape)));
+  for (size_t i = 0; i < v.size(); ++i) t.as<int64_t>()[i] = v[i];
+  return t;
+}
+
+std::vector<std::string> opNames(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodeList()) ops.emplace_back(n->opName());
+  return ops;
+}
+
+TEST(Importer, FoldsTheShapeSubgraphOfADynamicBatch) {
+  ModelBuilder b;
+  b.input("x", {-1, 3, 4}).output("y", {-1, 12});
+  b.initializer("zero", i64({0}, {})).initializer("axes", i64({0}, {1})).initializer("minus1", i64({-1}, {1}));
+  b.node("Shape", {"x"}, {"s"});
+  setInt(b.node("Gather", {"s", "zero"}, {"n"}), "axis", 0);
+  b.node("Unsqueeze", {"n", "axes"}, {"n1"});
+  setInt(b.node("Concat", {"n1", "minus1"}, {"shape"}), "axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"y"}, "/Reshape");
+  ImportOptions opts;
+  opts.shapes["x"] = {2, 3, 4};
+  auto m = importModel(b.model(), opts);
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  EXPECT_EQ(opNames(g), (std::vector<std::string>{"reshape"}));
+  EXPECT_EQ(g.nodeList().front()->attr("shape").asInts(), (std::vector<int64_t>{2, -1}));
+  // Integer initializers used only for shape arithmetic leave no parameter.
+  EXPECT_TRUE((*m)->params().empty());
+}
+
+TEST(Importer, KeepsProvenanceAndMakesParameters) {
+  ModelBuilder b;
+  b.input("x", {2, 4}).output("y", {2, 3});
+  b.initializer("w", Tensor::fromDoubles(TensorType(DType::F32, {4, 3}), std::vector<double>(12, 0.5)));
+  b.node("MatMul", {"x", "w"}, {"h"}, "/fc/MatMul");
+  b.node("Relu", {"h"}, {"y"});  // unnamed: known by its first output
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  ASSERT_EQ(g.numNodes(), 2u);
+  EXPECT_EQ(g.nodeList().front()->sourceName, "/fc/MatMul");
+  EXPECT_EQ(g.nodeList().front()->sourceOp, "MatMul");
+  EXPECT_EQ(g.nodeList().back()->sourceName, "y");
+  EXPECT_EQ(g.nodeList().back()->sourceOp, "Relu");
+  ASSERT_EQ((*m)->params().size(), 1u);
+  const Param& w = *(*m)->params().front();
+  EXPECT_EQ(w.name, "w");
+  EXPECT_TRUE(w.trainable);
+  ASSERT_TRUE(w.data);
+  EXPECT_EQ(w.data->at(0), 0.5);
+  EXPECT_EQ(g.results().front()->name(), "y");
+
+  auto out = interpret(g, {Tensor::fromDoubles(TensorType(DType::F32, {2, 4}), {1, 1, 1, 1, -1, -1, -1, -1})});
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_EQ(out->outputs[0].toDoubles(), (std::vector<double>{2, 2, 2, 0, 0, 0}));
+}
+
+TEST(Importer, StoresLargeConstantsAsBuffers) {
+  ModelBuilder b;
+  b.input("x", {100}).output("y", {100});
+  auto& c = b.node("Constant", {}, {"c"}, "/Constant");
+  auto* a = c.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  tensorToProto(Tensor::fromDoubles(TensorType(DType::F32, {100}), std::vector<double>(100, 2.0)), "", *a->mutable_t());
+  b.node("Mul", {"x", "c"}, {"y"});
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  ASSERT_EQ((*m)->params().size(), 1u);
+  EXPECT_EQ((*m)->params().front()->name, "/Constant.value");
+  EXPECT_FALSE((*m)->params().front()->trainable);
+}
+
+// Every unsupported node is reported, including those found only while
+// lowering (a 3-D Conv), while nodes downstream of them are skipped.
+TEST(Importer, CollectsEveryUnsupportedNode) {
+  ModelBuilder b;
+  b.input("x", {1, 1, 4, 4, 4}).input("w", {1, 1, 1, 1, 1}).input("v", {1, 1, 4}).output("y", {1, 1, 4, 4, 4});
+  b.output("z", {1, 1, 4});
+  b.node("Conv", {"x", "w"}, {"c"}, "/conv3d");
+  b.node("Relu", {"c"}, {"y"}, "/after_conv");
+  auto& pool = b.node("MaxPool", {"v"}, {"p", "indices"}, "/pool");
+  setInts(pool, "kernel_shape", {1});
+  b.node("Identity", {"p"}, {"z"});
+  ImportReport report;
+  auto m = importModel(b.model(), {}, &report);
+  ASSERT_FALSE(m);
+  ASSERT_EQ(report.unsupported.size(), 2u) << m.error().message();
+  EXPECT_EQ(report.unsupported[0],
+            "node '/conv3d' (Conv), opset 13: Conv over 3 spatial axes (kfuse has 1-D and 2-D)");
+  EXPECT_EQ(report.unsupported[1], "node '/pool' (MaxPool), opset 13: MaxPool's Indices output");
+  EXPECT_EQ(m.error().message(),
+            "test.onnx: the model uses 2 unsupported features:\n  " + report.unsupported[0] + "\n  " +
+                report.unsupported[1]);
+}
+
+TEST(Importer, NamesEverySymbolicInput) {
+  ModelBuilder b;
+  b.input("a", {-1, 3}).input("b", {2, -1}).output("y", {-1, 3});
+  b.node("Add", {"a", "b"}, {"y"});
+  auto m = importModel(b.model());
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message(),
+            "test.onnx: the shapes of these inputs are not fully known: 'a' [batch,3] (symbolic: batch); 'b' "
+            "[2,batch] (symbolic: batch); give each with --shape NAME=D0,D1,...");
+}
+
+TEST(OpTable, ResolvesSchemaVersionsAtTheModelsOpset) {
+  OpResolution softmax12 = resolveOp("", "Softmax", 12);
+  ASSERT_TRUE(softmax12.lowering);
+  EXPECT_EQ(softmax12.version, 11);
+  EXPECT_EQ(resolveOp("", "Softmax", 13).version, 13);
+  OpResolution legacy = resolveOp("", "Relu", 5);
+  EXPECT_FALSE(legacy.lowering);
+  EXPECT_EQ(legacy.reason, "kfuse lowers Relu versions 6, 13, 14, not version 1");
+  EXPECT_EQ(resolveOp("", "TopK", 11).reason, "kfuse has no lowering for TopK");
+  EXPECT_EQ(resolveOp("", "Bogus", 13).reason, "'Bogus' is not an ONNX op at opset 13");
+  EXPECT_EQ(resolveOp("com.example", "Relu", 13).reason, "ops of domain 'com.example' are not supported");
+  // Each op type appears once and lists its versions in order.
+  std::string previous;
+  for (const OpLowering* l : allLowerings()) {
+    EXPECT_LT(previous, std::string(l->opType));
+    EXPECT_TRUE(std::is_sorted(l->versions.begin(), l->versions.end())) << l->opType;
+    previous = l->opType;
+  }
+}
+
+TEST(NodeAttributes, TypesReadsAndReportsUnreadAttributes) {
+  onnx::NodeProto n;
+  setInt(n, "axis", 2);
+  setInts(n, "perm", {1, 0});
+  NodeAttributes attrs(n);
+  EXPECT_EQ(*attrs.getInt("axis"), 2);
+  EXPECT_EQ(*attrs.getInt("missing", 7), 7);
+  auto wrongType = attrs.getFloat("axis");
+  ASSERT_FALSE(wrongType);
+  EXPECT_EQ(wrongType.error().message(), "attribute 'axis' must be a float, got an int");
+  auto required = attrs.getString("mode");
+  ASSERT_FALSE(required);
+  EXPECT_EQ(required.error().message(), "the required attribute 'mode' is missing");
+  EXPECT_EQ(attrs.unread(), (std::vector<std::string>{"perm"}));
+  attrs.ignore("perm");
+  EXPECT_TRUE(attrs.unread().empty());
+}
+
+}  // namespace
+}  // namespace kfuse::onnx_import
