@@ -2,10 +2,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "codegen/kernel/kernel_eval.h"
+#include "runtime/cpu_conv.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
 
@@ -98,7 +100,8 @@ Status CpuRunner::runStep(const Step& s, Frame& f) {
       for (size_t k = 0; k < s.kernels.size(); ++k) KF_RETURN_IF_ERROR(runKernel(s.kernels[k], s.kernelBuffers[k], f));
       return Status::ok();
     case StepKind::Gemm:
-      KF_RETURN_IF_ERROR(runGemm(s.gemm, f));
+    case StepKind::Conv:
+      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(s.gemm, f) : runConv(s.conv, f));
       if (!s.kernels.empty()) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
       return Status::ok();
     case StepKind::Reference: return runReference(s, f);
@@ -124,14 +127,19 @@ Status CpuRunner::runKernel(int kernel, const std::vector<int>& buffers, Frame& 
   return Status::ok();
 }
 
-Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
-  DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
-  if (dt != DType::F32 && dt != DType::F64)
-    return Error(str("a GEMM of ", dtypeName(dt), " has no CPU implementation yet"));
+namespace {
+
+using Pointers = std::vector<std::byte*>;
+
+void gemm(const GemmSpec& g, DType dt, const Pointers& ptr) {
   int64_t batches = numElements(g.batch);
   std::vector<int64_t> idx(g.batch.size(), 0);
-  auto lda = static_cast<int>(g.transA ? g.m : g.k), ldb = static_cast<int>(g.transB ? g.k : g.n);
+  // BLAS rejects leading dimensions below 1, even for empty matrices.
+  auto ld = [](int64_t d) { return static_cast<int>(std::max<int64_t>(d, 1)); };
+  int lda = ld(g.transA ? g.m : g.k), ldb = ld(g.transB ? g.k : g.n), ldc = ld(g.n);
   auto ta = g.transA ? CblasTrans : CblasNoTrans, tb = g.transB ? CblasTrans : CblasNoTrans;
+  auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  if (m == 0 || n == 0) return;
   for (int64_t bi = 0; bi < batches; ++bi) {
     int64_t ao = 0, bo = 0, co = 0;
     for (size_t d = 0; d < idx.size(); ++d) {
@@ -139,23 +147,77 @@ Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
       bo += idx[d] * g.bBatchStrides[d];
       co += idx[d] * g.cBatchStrides[d];
     }
-    auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
     if (dt == DType::F32) {
-      auto* a = reinterpret_cast<const float*>(f.ptr[static_cast<size_t>(g.a)]) + ao;
-      auto* b = reinterpret_cast<const float*>(f.ptr[static_cast<size_t>(g.b)]) + bo;
-      auto* c = reinterpret_cast<float*>(f.ptr[static_cast<size_t>(g.c)]) + co;
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+      auto* a = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.a)]) + ao;
+      auto* b = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.b)]) + bo;
+      auto* c = reinterpret_cast<float*>(ptr[static_cast<size_t>(g.c)]) + co;
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     } else {
-      auto* a = reinterpret_cast<const double*>(f.ptr[static_cast<size_t>(g.a)]) + ao;
-      auto* b = reinterpret_cast<const double*>(f.ptr[static_cast<size_t>(g.b)]) + bo;
-      auto* c = reinterpret_cast<double*>(f.ptr[static_cast<size_t>(g.c)]) + co;
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+      auto* a = reinterpret_cast<const double*>(ptr[static_cast<size_t>(g.a)]) + ao;
+      auto* b = reinterpret_cast<const double*>(ptr[static_cast<size_t>(g.b)]) + bo;
+      auto* c = reinterpret_cast<double*>(ptr[static_cast<size_t>(g.c)]) + co;
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
     }
     for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
       if (++idx[static_cast<size_t>(d)] < g.batch[static_cast<size_t>(d)]) break;
       idx[static_cast<size_t>(d)] = 0;
     }
   }
+}
+
+bool isHalf(DType dt) { return dt == DType::F16 || dt == DType::BF16; }
+
+// Runs `body` on f32 copies of half-precision buffers `inputs` and `output`
+// and rounds the output back once: BLAS has no half GEMM, and widening is
+// what PyTorch's CPU half matmul and convolution do too (f32 accumulation).
+template <typename Body>
+void widenedToF32(const Plan& plan, const Pointers& ptr, const std::vector<int>& inputs, int output, Body body) {
+  Pointers wide = ptr;
+  std::vector<std::vector<float>> storage;
+  auto widen = [&](int b, bool load) {
+    const TensorType& t = plan.buffers[static_cast<size_t>(b)].type;
+    auto& v = storage.emplace_back(static_cast<size_t>(t.numElements()));
+    const auto* src = reinterpret_cast<const uint16_t*>(ptr[static_cast<size_t>(b)]);
+    if (load)
+      for (size_t i = 0; i < v.size(); ++i) v[i] = t.dtype == DType::F16 ? halfToFloat(src[i]) : bfloat16ToFloat(src[i]);
+    wide[static_cast<size_t>(b)] = reinterpret_cast<std::byte*>(v.data());
+  };
+  for (int b : inputs)
+    if (b >= 0) widen(b, true);
+  widen(output, false);
+  body(wide);
+  DType dt = plan.buffers[static_cast<size_t>(output)].type.dtype;
+  const std::vector<float>& out = storage.back();
+  auto* dst = reinterpret_cast<uint16_t*>(ptr[static_cast<size_t>(output)]);
+  for (size_t i = 0; i < out.size(); ++i) dst[i] = dt == DType::F16 ? floatToHalf(out[i]) : floatToBFloat16(out[i]);
+}
+
+}  // namespace
+
+Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
+  DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
+  if (isHalf(dt)) {
+    widenedToF32(*plan_, f.ptr, {g.a, g.b}, g.c, [&](const Pointers& wide) { gemm(g, DType::F32, wide); });
+    return Status::ok();
+  }
+  if (dt != DType::F32 && dt != DType::F64) return Error(str("a GEMM of ", dtypeName(dt), " has no CPU implementation"));
+  gemm(g, dt, f.ptr);
+  return Status::ok();
+}
+
+Status CpuRunner::runConv(const ConvSpec& c, Frame& f) {
+  DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
+  auto conv = [&](DType as, const Pointers& ptr) {
+    auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
+    runConv2d(c, as, at(c.x), at(c.w), at(c.bias), at(c.y));
+  };
+  if (isHalf(dt)) {
+    widenedToF32(*plan_, f.ptr, {c.x, c.w, c.bias}, c.y, [&](const Pointers& wide) { conv(DType::F32, wide); });
+    return Status::ok();
+  }
+  if (dt != DType::F32 && dt != DType::F64)
+    return Error(str("a convolution of ", dtypeName(dt), " has no CPU implementation"));
+  conv(dt, f.ptr);
   return Status::ok();
 }
 

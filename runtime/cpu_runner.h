@@ -32,6 +32,7 @@ class CpuRunner {
   Status runStep(const Step& s, Frame& f);
   Status runKernel(int kernel, const std::vector<int>& buffers, Frame& f);
   Status runGemm(const GemmSpec& g, Frame& f);
+  Status runConv(const ConvSpec& c, Frame& f);
   Status runReference(const Step& s, Frame& f);
 
   std::shared_ptr<const Plan> plan_;

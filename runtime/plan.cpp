@@ -39,7 +39,6 @@ std::string printPlan(const Plan& p) {
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanBuffer& b = p.buffers[i];
     os << "  b" << i << " " << kindName(b.kind) << " " << formatType(b.type) << " " << b.name;
-    if (b.kind == BufferKind::Param) os << " @" << b.param;
     if (b.kind == BufferKind::Alias) os << " = b" << b.aliasOf;
     os << "\n";
   }
@@ -59,6 +58,15 @@ std::string printPlan(const Plan& p) {
         os << "gemm b" << s.gemm.c << " = b" << s.gemm.a << (s.gemm.transA ? "^T" : "") << " @ b" << s.gemm.b
            << (s.gemm.transB ? "^T" : "") << " [" << s.gemm.m << "x" << s.gemm.k << " @ " << s.gemm.k << "x" << s.gemm.n
            << (s.gemm.batch.empty() ? "" : str(", batch ", formatDims(s.gemm.batch))) << "]";
+        if (!s.kernels.empty())
+          os << " epilogue @" << p.kernels[static_cast<size_t>(s.kernels[0])].name << "("
+             << bufferList(p, s.kernelBuffers[0]) << ")";
+        break;
+      case StepKind::Conv:
+        os << "conv2d b" << s.conv.y << " = b" << s.conv.x << " * b" << s.conv.w
+           << (s.conv.bias >= 0 ? str(" + b", s.conv.bias) : std::string()) << " [" << s.conv.n << "x" << s.conv.c
+           << "x" << s.conv.h << "x" << s.conv.wd << " -> " << s.conv.o << " channels, " << s.conv.kh << "x"
+           << s.conv.kw << " kernel, groups " << s.conv.groups << (s.conv.channelsLast ? ", nhwc" : "") << "]";
         if (!s.kernels.empty())
           os << " epilogue @" << p.kernels[static_cast<size_t>(s.kernels[0])].name << "("
              << bufferList(p, s.kernelBuffers[0]) << ")";

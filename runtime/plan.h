@@ -40,7 +40,19 @@ struct GemmSpec {
   std::vector<int64_t> aBatchStrides, bBatchStrides, cBatchStrides;
 };
 
-enum class StepKind : uint8_t { Kernels, Gemm, Reference };
+// conv2d as GEMMs: each image's patches (im2col) times the filter, per group;
+// geometry in logical NCHW / OIHW terms, the layouts say the memory order.
+struct ConvSpec {
+  int x = -1, w = -1, bias = -1, y = -1;
+  int64_t n = 0, c = 0, h = 0, wd = 0;  // input
+  int64_t o = 0, kh = 0, kw = 0;        // filter
+  int64_t oh = 0, ow = 0, groups = 1;
+  int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilH = 1, dilW = 1;
+  bool channelsLast = false;  // x and y NHWC
+  bool filterLast = false;    // w OHWI
+};
+
+enum class StepKind : uint8_t { Kernels, Gemm, Conv, Reference };
 
 struct Step {
   StepKind kind = StepKind::Kernels;
@@ -52,6 +64,7 @@ struct Step {
   std::vector<int> kernels;
   std::vector<std::vector<int>> kernelBuffers;
   GemmSpec gemm;
+  ConvSpec conv;  // Conv (its epilogue in `kernels`, as a GEMM's)
   // Reference: the op, its attributes and its operand / result buffers.
   const OpDef* op = nullptr;
   AttrMap attrs;

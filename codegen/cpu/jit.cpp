@@ -56,7 +56,7 @@ Expected<CompiledKernels> CpuJit::compile(std::span<const kernel::Kernel> kernel
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   if (llvm::Error e = jit_->addIRModule(*dylib, std::move(tsm))) return fromLLVM(std::move(e), "cannot add kernels");
   for (const kernel::Kernel& k : kernels) {
-    auto symbol = jit_->lookup(*dylib, k.name);
+    auto symbol = jit_->lookup(*dylib, symbolName(k.name));
     if (!symbol) return fromLLVM(symbol.takeError(), str("kernel @", k.name));
     out.functions.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
   }

@@ -172,7 +172,7 @@ class KernelEmitter::Site {
 llvm::Function* KernelEmitter::run() {
   llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo()}, false);
-  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k_.name, m_);
+  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbolName(k_.name), m_);
   fn_->setDoesNotThrow();
   fn_->addParamAttr(0, llvm::Attribute::NoCapture);
   fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
@@ -359,17 +359,6 @@ void KernelEmitter::emitFinalStores() {
   emitStores(site, StoreScope::Final);
 }
 
-// C library functions generated code calls, directly (scalar_emitter.cpp)
-// or once LLVM lowers an intrinsic or recognises a loop idiom. A kernel of
-// one of these names would be called in their place.
-bool isReservedName(std::string_view name) {
-  static constexpr std::array<std::string_view, 13> kMath = {"exp", "expm1", "log", "log1p", "pow", "sqrt", "tanh",
-                                                             "erf", "sin", "cos", "floor", "ceil", "fabs"};
-  for (std::string_view f : kMath)
-    if (name == f || (name.size() == f.size() + 1 && name.substr(0, f.size()) == f && name.back() == 'f')) return true;
-  return name == "memset" || name == "memcpy" || name == "memmove";
-}
-
 Status checkScalars(const Kernel& k) {
   auto check = [&](const ScalarRef& e, const std::string& what) -> Status {
     Status s = checkEmittable(*e);
@@ -385,12 +374,13 @@ Status checkScalars(const Kernel& k) {
 
 }  // namespace
 
+std::string symbolName(std::string_view kernelName) { return str("kfuse_", kernelName); }
+
 Expected<llvm::Function*> emitKernel(const Kernel& k, llvm::LLVMContext& ctx, llvm::Module& module) {
   auto fail = [&](const std::string& msg) { return Error(str("kernel @", k.name, ": ", msg)); };
   if (&ctx != &module.getContext()) return fail("the module belongs to another LLVMContext");
   if (k.name.empty()) return Error("kernel has no name");
-  if (isReservedName(k.name)) return fail("the name is a C library function generated code may call");
-  if (module.getNamedValue(k.name)) return fail("the module already defines a symbol of that name");
+  if (module.getNamedValue(symbolName(k.name))) return fail("the module already defines a symbol of that name");
   KF_RETURN_IF_ERROR(verifyKernel(k));
   if (Status s = checkScalars(k); !s) return fail(s.message());
 

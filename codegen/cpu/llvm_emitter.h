@@ -32,10 +32,15 @@ namespace kfuse::cpu {
 // The C type of every emitted kernel.
 using KernelFn = void (*)(void** buffers);
 
-// Adds the kernel's function, named k.name, to `module` (whose context must
-// be `ctx`). Fails, naming the kernel, if it does not verify (verifyKernel),
-// uses an op/type pair the backend does not implement, or its name is taken
-// or is that of a C library function the generated code may call (expf).
+// The symbol of kernel `name` in emitted code. Kernel names come from user
+// functions and ops (@tanh, @exp); the prefix keeps them from shadowing the
+// C library functions the generated code calls (tanhf, expf, memset).
+std::string symbolName(std::string_view kernelName);
+
+// Adds the kernel's function, named symbolName(k.name), to `module` (whose
+// context must be `ctx`). Fails, naming the kernel, if it does not verify
+// (verifyKernel), uses an op/type pair the backend does not implement, or its
+// symbol is taken.
 Expected<llvm::Function*> emitKernel(const kernel::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& module);
 
 }  // namespace kfuse::cpu

@@ -6,6 +6,7 @@
 #include "codegen/kernel/lower.h"
 #include "ir/kernel_form.h"
 #include "ir/op_registry.h"
+#include "ir/ops/window.h"
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
 
@@ -51,7 +52,9 @@ class PlanBuilder {
   Expected<Plan> run() {
     for (size_t i = 0; i < g_.arguments().size(); ++i) {
       const Value* a = g_.argument(i);
-      int b = add({names_(a), a->type(), BufferKind::Input, i});
+      PlanBuffer in = buffer(names_(a), a->type(), BufferKind::Input);
+      in.input = i;
+      int b = add(std::move(in));
       ids_[a] = b;
       plan_.inputs.push_back(b);
     }
@@ -69,6 +72,14 @@ class PlanBuilder {
   }
 
  private:
+  static PlanBuffer buffer(std::string name, const TensorType& type, BufferKind kind) {
+    PlanBuffer b;
+    b.name = std::move(name);
+    b.type = type;
+    b.kind = kind;
+    return b;
+  }
+
   int add(PlanBuffer b) {
     plan_.buffers.push_back(std::move(b));
     return static_cast<int>(plan_.buffers.size() - 1);
@@ -77,7 +88,7 @@ class PlanBuilder {
   int bufferOf(const Value* v) {
     if (auto it = ids_.find(v); it != ids_.end()) return it->second;
     // Parameters get their buffer on first use.
-    PlanBuffer b{names_(v), v->type(), BufferKind::Param};
+    PlanBuffer b = buffer(names_(v), v->type(), BufferKind::Param);
     b.param = v->name();
     int id = add(std::move(b));
     ids_[v] = id;
@@ -85,7 +96,7 @@ class PlanBuilder {
   }
 
   int temp(const Value* v) {
-    int id = add({names_(v), v->type(), BufferKind::Temp});
+    int id = add(buffer(names_(v), v->type(), BufferKind::Temp));
     ids_[v] = id;
     return id;
   }
@@ -97,13 +108,13 @@ class PlanBuilder {
 
   Status lowerNode(const Node& n) {
     if (n.opName() == "constant") {
-      PlanBuffer b{names_(n.result()), n.result()->type(), BufferKind::Constant};
+      PlanBuffer b = buffer(names_(n.result()), n.result()->type(), BufferKind::Constant);
       b.constant = std::make_shared<const Tensor>(n.attr("value").asTensor());
       ids_[n.result()] = add(std::move(b));
       return Status::ok();
     }
     if (isView(n)) {
-      PlanBuffer b{names_(n.result()), n.result()->type(), BufferKind::Alias};
+      PlanBuffer b = buffer(names_(n.result()), n.result()->type(), BufferKind::Alias);
       b.aliasOf = bufferOf(n.operand(0));
       ids_[n.result()] = add(std::move(b));
       return Status::ok();
@@ -112,11 +123,12 @@ class PlanBuilder {
       std::vector<const Value*> args(n.operands().begin(), n.operands().end());
       return lowerGroupNode(n, *n.body(), n.body()->name(), args);
     }
-    if (n.opName() == "matmul") {
+    if (n.opName() == "matmul" || n.opName() == "conv2d") {
       Step s;
-      s.kind = StepKind::Gemm;
-      s.name = uniqueName("matmul");
-      KF_ASSIGN_OR_RETURN(s.gemm, gemmSpec(n, bufferOf(n.operand(0)), bufferOf(n.operand(1)), temp(n.result())));
+      s.name = uniqueName(std::string(n.opName()));
+      std::vector<int> operands;
+      for (const Value* v : n.operands()) operands.push_back(bufferOf(v));
+      KF_RETURN_IF_ERROR(libraryCall(n, operands, temp(n.result()), s));
       plan_.steps.push_back(std::move(s));
       return Status::ok();
     }
@@ -151,16 +163,13 @@ class PlanBuilder {
     s.name = kernelName;
     int gemmOut = -1;
     if (lowered.gemm) {
-      s.kind = StepKind::Gemm;
       gemmOut = lowered.gemmResult >= 0 ? results[static_cast<size_t>(lowered.gemmResult)]
-                                        : add({kernelName + ".gemm", lowered.gemm->result()->type(), BufferKind::Temp});
-      auto argBuffer = [&](const Value* v) {
+                                        : add(buffer(kernelName + ".gemm", lowered.gemm->result()->type(), BufferKind::Temp));
+      std::vector<int> operands;
+      for (const Value* v : lowered.gemm->operands())
         for (size_t i = 0; i < body.arguments().size(); ++i)
-          if (body.argument(i) == v) return bufferOf(args[i]);
-        return -1;
-      };
-      KF_ASSIGN_OR_RETURN(s.gemm, gemmSpec(*lowered.gemm, argBuffer(lowered.gemm->operand(0)),
-                                           argBuffer(lowered.gemm->operand(1)), gemmOut));
+          if (body.argument(i) == v) operands.push_back(bufferOf(args[i]));
+      KF_RETURN_IF_ERROR(libraryCall(*lowered.gemm, operands, gemmOut, s));
     }
     for (size_t k = 0; k < lowered.kernels.size(); ++k) {
       std::vector<int> buffers;
@@ -179,22 +188,74 @@ class PlanBuilder {
     return Status::ok();
   }
 
+  // A matmul or conv2d step writing `out`.
+  Status libraryCall(const Node& n, const std::vector<int>& operands, int out, Step& s) {
+    if (n.opName() == "conv2d") {
+      s.kind = StepKind::Conv;
+      KF_ASSIGN_OR_RETURN(s.conv, convSpec(n, operands, out));
+      return Status::ok();
+    }
+    s.kind = StepKind::Gemm;
+    KF_ASSIGN_OR_RETURN(s.gemm, gemmSpec(n, operands[0], operands[1], out));
+    return Status::ok();
+  }
+
+  static Expected<ConvSpec> convSpec(const Node& n, const std::vector<int>& operands, int out) {
+    KF_ASSIGN_OR_RETURN(ops::Image x, ops::imageOfType(n.operand(0)->type(), "operand 0"));
+    KF_ASSIGN_OR_RETURN(ops::Filter w, ops::filterOfType(n.operand(1)->type(), "operand 1"));
+    const Shape& ys = n.result()->type().shape;
+    ConvSpec c;
+    c.x = operands[0];
+    c.w = operands[1];
+    c.bias = operands.size() > 2 ? operands[2] : -1;
+    c.y = out;
+    c.n = x.n;
+    c.c = x.c;
+    c.h = x.h;
+    c.wd = x.w;
+    c.o = w.o;
+    c.kh = w.kh;
+    c.kw = w.kw;
+    c.channelsLast = x.channelsLast;
+    c.filterLast = w.channelsLast;
+    c.oh = x.channelsLast ? ys[1] : ys[2];
+    c.ow = x.channelsLast ? ys[2] : ys[3];
+    c.groups = n.attr("groups").asInt();
+    const auto &strides = n.attr("strides").asInts(), &pads = n.attr("pads").asInts(),
+               &dil = n.attr("dilations").asInts();
+    c.strideH = strides[0];
+    c.strideW = strides[1];
+    c.padTop = pads[0];
+    c.padLeft = pads[1];
+    c.dilH = dil[0];
+    c.dilW = dil[1];
+    return c;
+  }
+
   // Row-major matrices; batch dims broadcast (NumPy), each operand's batch
-  // stride 0 where it broadcasts.
+  // stride 0 where it broadcasts. A rank-1 `a` is a 1 x K row and a rank-1
+  // `b` a K x 1 column, as in NumPy; the result's dropped unit axis leaves
+  // its layout that of batch x M x N.
   Expected<GemmSpec> gemmSpec(const Node& n, int a, int b, int c) {
-    const Shape &as = n.operand(0)->type().shape, &bs = n.operand(1)->type().shape, &cs = n.result()->type().shape;
-    if (as.size() < 2 || bs.size() < 2)
-      return Error(str("matmul with a rank-1 operand is not lowered to a GEMM step yet"));
+    Shape as = n.operand(0)->type().shape, bs = n.operand(1)->type().shape;
+    const Shape& cs = n.result()->type().shape;
+    bool aVector = as.size() == 1, bVector = bs.size() == 1;
+    if (aVector) as.insert(as.begin(), 1);
+    if (bVector) bs.push_back(1);
     GemmSpec g;
     g.a = a;
     g.b = b;
     g.c = c;
     g.transA = n.attr("transpose_a").asBool();
     g.transB = n.attr("transpose_b").asBool();
-    g.m = cs[cs.size() - 2];
-    g.n = cs[cs.size() - 1];
+    size_t batchRank = std::max(as.size(), bs.size()) - 2;
+    g.batch = Shape(cs.begin(), cs.begin() + static_cast<std::ptrdiff_t>(batchRank));
+    g.m = aVector ? 1 : cs[batchRank];
+    g.n = bVector ? 1 : cs.back();
     g.k = g.transA ? as[as.size() - 2] : as[as.size() - 1];
-    g.batch = Shape(cs.begin(), cs.end() - 2);
+    Shape full = g.batch;
+    full.push_back(g.m);
+    full.push_back(g.n);
     auto batchStrides = [&](const Shape& s) {
       std::vector<int64_t> strides(g.batch.size(), 0);
       int64_t stride = s[s.size() - 1] * s[s.size() - 2];
@@ -207,7 +268,7 @@ class PlanBuilder {
     };
     g.aBatchStrides = batchStrides(as);
     g.bBatchStrides = batchStrides(bs);
-    g.cBatchStrides = batchStrides(cs);
+    g.cBatchStrides = batchStrides(full);
     return g;
   }
 

@@ -33,6 +33,11 @@ PlanStats planStats(const Plan& p) {
         // line-sized pieces on a GPU, but on the CPU it is written and read.
         touch(step.gemm.c);
         break;
+      case StepKind::Conv:
+        ++s.libraryCalls;
+        for (int b : {step.conv.x, step.conv.w, step.conv.bias, step.conv.y})
+          if (b >= 0) touch(b);
+        break;
       case StepKind::Reference:
         ++s.referenceOps;
         for (int b : step.inputs) touch(b);

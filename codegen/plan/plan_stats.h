@@ -17,7 +17,7 @@ struct PlanStats {
   std::array<PhaseStats, 4> phases;  // indexed by Phase
   uint64_t kernelLaunches = 0;       // generated kernel bundles
   uint64_t fusedKernels = 0;         // launches computing more than one op
-  uint64_t libraryCalls = 0;         // GEMMs
+  uint64_t libraryCalls = 0;         // GEMMs and convolutions
   uint64_t referenceOps = 0;         // ops run by their reference implementation
   uint64_t launches() const;
   uint64_t bytesMoved() const;

@@ -78,8 +78,9 @@ TEST_P(TrainingParity, LossesAndWeightsMatchTorch) {
   for (const Param* p : (*trainer)->parameters())
     EXPECT_EQ(test::compareTensors(*p->data, expected->at(p->name), 1e-5, 1e-4), "") << p->name;
   // The runtime launches exactly what the plan (and kfuse stats) reports.
-  if (const Plan* plan = (*trainer)->trainPlan())
+  if (const Plan* plan = (*trainer)->trainPlan()) {
     EXPECT_EQ((*trainer)->launches(), static_cast<uint64_t>(losses.numElements()) * planStats(*plan).launches());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, TrainingParity, testing::ValuesIn(configs()),

@@ -29,11 +29,15 @@ struct OptArgs {
   bool printKernels = false;
 };
 
-// The kernels of every function's plan, as kernel IR.
+// Every function's plan (its launches: kernel bundles, library calls with
+// their epilogues, reference ops) and its kernels as kernel IR.
 Status printKernels(const Module& m) {
   for (const auto& f : m.functions()) {
     KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f));
-    std::cout << "// ----- kernels of @" << f->name() << ": " << plan.launches() << " launches -----\n";
+    size_t launches = plan.launches();
+    std::cout << "// ----- kernels of @" << f->name() << ": " << launches << (launches == 1 ? " launch" : " launches")
+              << " -----\n";
+    std::cout << printPlan(plan) << "\n";
     for (const kernel::Kernel& k : plan.kernels) std::cout << kernel::printKernel(k) << "\n";
   }
   return Status::ok();

@@ -1,0 +1,16 @@
+// conv2d on the CPU as im2col + GEMM (BLAS), for a plan's Conv steps.
+#pragma once
+
+#include <cstddef>
+
+#include "ir/dtype.h"
+#include "runtime/plan.h"
+
+namespace kfuse {
+
+// y = conv2d(x, w) (+ bias), for f32 or f64 storage; `x`, `w`, `bias` (may
+// be null) and `y` point to the buffers in the layouts the spec names.
+void runConv2d(const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w, const std::byte* bias,
+               std::byte* y);
+
+}  // namespace kfuse
