@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # The main job: builds kfuse (installing whatever is missing first) and runs
-# the simplification pipeline on the example MLP, printing the IR after each
-# pass and dumping one numbered, parseable file per pass.
+# the training demo: a 3-class spiral, an MLP trained for 1000 full-batch Adam
+# steps, the whole training step compiled once into fused kernels. It prints
+# the loss every 100 epochs, the final accuracy, and where the IR around each
+# pass of the compilation was written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build --parallel --target kfuse
+cmake --build build --parallel --target example_spiral
 
-dump=build/demo-dumps
-rm -rf "$dump"
-build/bin/kfuse opt examples/mlp/mlp.kir --passes=constant-fold,canonicalize,cse,dce \
-  --print-ir-after-all --dump-ir-dir="$dump" --time-passes
-echo
-echo "IR dumps, one per pass: $dump/"
-ls "$dump"
+rm -rf build/spiral-ir-dumps
+build/bin/example_spiral --dump-dir build/spiral-ir-dumps "$@"
+ls build/spiral-ir-dumps
