@@ -5,12 +5,13 @@
 #include <map>
 #include <set>
 
-#include "ir/interpreter.h"
+#include "codegen/backend.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
 #include "tools/kfuse/commands.h"
+#include "tools/kfuse/instrumentation_flags.h"
 #include "tools/kfuse/model_loader.h"
 
 #if KFUSE_WITH_ONNX
@@ -27,6 +28,9 @@ struct RunArgs {
   std::string outputDir;
   std::string outputFormat;  // npy or pb; default: pb when every input is .pb
   std::string function;
+  std::string target = defaultTarget();
+  bool noFuse = false;
+  InstrumentationFlags instr;
 };
 
 bool isPbPath(const std::string& path) { return path.size() > 3 && path.substr(path.size() - 3) == ".pb"; }
@@ -118,15 +122,27 @@ int runRun(const RunArgs& a) {
   }
   if (format != "npy" && format != "pb")
     return reportError("run", Error(str("--output-format must be npy or pb, got '", format, "'")));
+  if (Status v = a.instr.validate(); !v) return reportError("run", v.error());
+  auto backend = backendFor(a.target, !a.noFuse);
+  if (!backend) return reportError("run", backend.error());
+  auto executor = createExecutor(a.target);
+  if (!executor) return reportError("run", executor.error());
   auto module = loadModel(a.model, opts);
   if (!module) return reportError("run", module.error());
-  const Module& m = **module;
+  Module& m = **module;
   if (m.functions().empty()) return reportError("run", Error(str("'", a.model, "' defines no function")));
+  // Inputs are checked against the function as written, before the
+  // target's passes run.
   const Graph* g = a.function.empty() ? m.functions().front().get() : m.findFunction(a.function);
   if (!g) return reportError("run", Error(str("'", a.model, "' has no function @", a.function)));
   auto args = gatherInputs(*g, a.inputs);
   if (!args) return reportError("run", args.error());
-  auto result = interpret(*g, *args);
+  // Output names too: the passes may replace a result (an identity of an
+  // input, say) by a value with another name.
+  std::vector<std::string> outputNames;
+  for (const Value* r : g->results()) outputNames.push_back(r->name());
+  if (Status s = prepareModule(m, *backend, a.instr.toInstrumentation()); !s) return reportError("run", s.error());
+  auto result = (*executor)->run(*g, *args);
   if (!result) return reportError("run", result.error());
   if (!a.outputDir.empty()) {
     std::error_code ec;
@@ -135,7 +151,7 @@ int runRun(const RunArgs& a) {
   }
   std::set<std::string> stems;
   for (size_t i = 0; i < result->outputs.size(); ++i) {
-    std::string name = g->results()[i]->name();
+    std::string name = outputNames[i];
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = str("output", i);
     std::cout << name << ": " << summarize(result->outputs[i]) << "\n";
     if (!a.outputDir.empty()) {
@@ -146,13 +162,14 @@ int runRun(const RunArgs& a) {
       std::cout << "  written to " << path << "\n";
     }
   }
+  if (const Plan* plan = (*executor)->planFor(*g)) std::cerr << "target " << a.target << ": " << plan->launches() << (plan->launches() == 1 ? " launch\n" : " launches\n");
   return 0;
 }
 
 }  // namespace
 
 Action addRunCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run a model on inputs with the reference interpreter");
+  auto* cmd = app.add_subcommand("run", "Run a model on inputs, compiled for a target (default cpu) or interpreted");
   auto a = std::make_shared<RunArgs>();
   cmd->add_option("model", a->model, "Model (.kir, or .onnx when built with ONNX support)")->required();
   cmd->add_option("--input", a->inputs, "NAME=FILE for each input of the function (.npy, or ONNX TensorProto .pb)");
@@ -161,6 +178,9 @@ Action addRunCommand(CLI::App& app) {
   cmd->add_option("--output-format", a->outputFormat,
                   "npy or pb (default: pb when every input is a .pb file, else npy)");
   cmd->add_option("--function", a->function, "Function to run (default: the first)");
+  cmd->add_option("--target", a->target, str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
+  cmd->add_flag("--no-fuse", a->noFuse, "Compile without the fusion pass: one launch per op");
+  addInstrumentationFlags(cmd, a->instr);
   return [a] { return runRun(*a); };
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 struct TestOnnxArgs {
   std::vector<std::string> dirs;
-  std::string target = "interpreter";
+  std::string target = defaultTarget();
   std::string filter;
   std::string markdown;
 };
@@ -51,10 +51,8 @@ std::string markdownSection(const TestOnnxArgs& a, const std::vector<BackendTest
 }
 
 int runTestOnnx(const TestOnnxArgs& a) {
-  if (a.target != "interpreter")
-    return reportError("test-onnx", Error(str("unknown target '", a.target,
-                                              "'; the only target so far is 'interpreter' (the CPU and CUDA "
-                                              "backends are not built yet)")));
+  auto backend = backendFor(a.target);
+  if (!backend) return reportError("test-onnx", backend.error());
   auto tests = findBackendTests(a.dirs);
   if (!tests) return reportError("test-onnx", tests.error());
   std::vector<BackendTestResult> results;
@@ -62,7 +60,7 @@ int runTestOnnx(const TestOnnxArgs& a) {
   for (const std::string& t : *tests) {
     if (!a.filter.empty() && folderName(t).find(a.filter) == std::string::npos)
       continue;
-    BackendTestResult r = runBackendTest(t);
+    BackendTestResult r = runBackendTest(t, *backend);
     (r.outcome == TestOutcome::Pass ? pass : r.outcome == TestOutcome::Fail ? failed : skip) += 1;
     std::cout << outcomeName(r.outcome) << " " << r.name << (r.detail.empty() ? "" : ": " + r.detail) << std::endl;
     results.push_back(std::move(r));
@@ -94,7 +92,8 @@ Action addTestOnnxCommand(CLI::App& app) {
           toleranceHelp(), "; integers and bool exactly"));
   auto a = std::make_shared<TestOnnxArgs>();
   cmd->add_option("dirs", a->dirs, "Test folders, or folders of test folders")->required();
-  cmd->add_option("--target", a->target, "Where to run the models: interpreter (the only target so far)");
+  cmd->add_option("--target", a->target,
+                  str("Where to run the models: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
   cmd->add_option("--filter", a->filter, "Run only tests whose folder name contains this text");
   cmd->add_option("--markdown", a->markdown, "Also write the results as a Markdown section (docs/onnx-support.md)");
   return [a] { return runTestOnnx(*a); };

@@ -10,6 +10,7 @@
 #include "ir/specialize.h"
 #include "ir/support/strings.h"
 #include "ir/weights.h"
+#include "codegen/backend.h"
 #include "runtime/trainer.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
@@ -26,9 +27,9 @@ struct TrainArgs {
   bool nesterov = false;
   std::vector<double> betas{0.9, 0.999};
   int64_t epochs = 1, batch = 0;
-  bool noShuffle = false, allowNaN = false;
+  bool noShuffle = false, allowNaN = false, noFuse = false;
   uint64_t seed = 0;
-  std::string initWeights, saveWeights, logJson, target = "interpreter";
+  std::string initWeights, saveWeights, logJson, target = defaultTarget();
   std::vector<std::string> shapes;
   InstrumentationFlags instr;
 };
@@ -57,6 +58,7 @@ Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   opt.beta2 = a.betas[1];
   opt.eps = a.eps;
   o.target = a.target;
+  o.fuse = !a.noFuse;
   o.instrumentation = a.instr.toInstrumentation();
   o.stopOnNonFinite = !a.allowNaN;
   return o;
@@ -206,7 +208,9 @@ Action addTrainCommand(CLI::App& app) {
   cmd->add_option("--init-weights", a->initWeights, "Starting weights (.safetensors or .npz), by parameter name");
   cmd->add_option("--save-weights", a->saveWeights, "Write the trained weights and optimizer state here");
   cmd->add_option("--log-json", a->logJson, "Write one JSON record per step and per epoch (JSON Lines)");
-  cmd->add_option("--target", a->target, "Where to run: interpreter");
+  cmd->add_option("--target", a->target,
+                  str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
+  cmd->add_flag("--no-fuse", a->noFuse, "Compile the step without the fusion pass: one launch per op");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");
   addInstrumentationFlags(cmd, a->instr);

@@ -6,9 +6,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "codegen/backend.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
-#include "ir/interpreter.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::cli {
@@ -56,8 +56,10 @@ BackendTestResult fail(const std::string& name, const std::string& detail) {
   return {name, TestOutcome::Fail, oneLine(detail)};
 }
 
-// Runs one data set: import with its input shapes bound, interpret, compare.
-BackendTestResult runDataSet(const std::string& name, const onnx_import::OnnxModel& model, const fs::path& set) {
+// Runs one data set: import with its input shapes bound, compile for the
+// target (its pipeline: simplification, fusion), run, compare.
+BackendTestResult runDataSet(const std::string& name, const onnx_import::OnnxModel& model, const fs::path& set,
+                             const Backend& backend) {
   bool unsupportedData = false;
   auto inputs = readNumbered(set, "input", unsupportedData);
   auto outputs = readNumbered(set, "output", unsupportedData);
@@ -81,7 +83,10 @@ BackendTestResult runDataSet(const std::string& name, const onnx_import::OnnxMod
   if (inputs->size() != g.arguments().size())
     return fail(name, str(set.filename().string(), " has ", inputs->size(), " inputs, the model takes ",
                           g.arguments().size()));
-  auto result = interpret(g, *inputs);
+  if (Status s = prepareModule(**module, backend); !s) return fail(name, s.message());
+  auto executor = createExecutor(backend.target);
+  if (!executor) return fail(name, executor.error().message());
+  auto result = (*executor)->run(g, *inputs);
   if (!result) return fail(name, result.error().message());
   if (result->outputs.size() != outputs->size())
     return fail(name, str("the model computes ", result->outputs.size(), " outputs, ", set.filename().string(),
@@ -177,7 +182,7 @@ std::string folderName(const std::string& dir) {
   return p.has_filename() ? p.filename().string() : p.parent_path().filename().string();  // "a/b/" is "b"
 }
 
-BackendTestResult runBackendTest(const std::string& dir) {
+BackendTestResult runBackendTest(const std::string& dir, const Backend& backend) {
   std::string name = folderName(dir);
   std::string path = (fs::path(dir) / "model.onnx").string();
   onnx_import::ImportReport report;
@@ -187,7 +192,7 @@ BackendTestResult runBackendTest(const std::string& dir) {
   std::vector<fs::path> sets = dataSets(dir);
   if (sets.empty()) return fail(name, "no test_data_set_* folder");
   for (const fs::path& set : sets) {
-    BackendTestResult r = runDataSet(name, *model, set);
+    BackendTestResult r = runDataSet(name, *model, set, backend);
     if (r.outcome != TestOutcome::Pass) return r;
   }
   return {name, TestOutcome::Pass, ""};

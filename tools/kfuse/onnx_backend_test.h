@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/backend.h"
 #include "ir/tensor.h"
 
 namespace kfuse::cli {
@@ -33,9 +34,10 @@ Expected<std::vector<std::string>> findBackendTests(const std::vector<std::strin
 // The last component of a folder path, with or without a trailing slash.
 std::string folderName(const std::string& dir);
 
-// Imports and runs one test folder with the reference interpreter. Never
-// fails as a function: every problem becomes a Fail or Skip result.
-BackendTestResult runBackendTest(const std::string& dir);
+// Imports one test folder, compiles it with the backend's pipeline and runs
+// it on the backend's target. Never fails as a function: every problem
+// becomes a Fail or Skip result.
+BackendTestResult runBackendTest(const std::string& dir, const Backend& backend);
 
 // Compares one output; an empty string when it matches, else the worst
 // mismatch ("[1,2]: got 0.5, want 0.25 (|error| 0.25 > 1.0e-05)").
