@@ -3,7 +3,6 @@
 // the kernel interpreter, and must match the same NumPy/PyTorch expectations
 // the graph interpreter meets.
 #include <filesystem>
-#include <fstream>
 
 #include "codegen/kernel/kernel_eval.h"
 #include "codegen/kernel/lower.h"
@@ -16,32 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> allCases() {
-  std::vector<std::string> out;
-  fs::path root = fs::path(test::sourceDir()) / "tests/ops/cases";
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.path().extension() == ".kir") out.push_back(fs::relative(e.path(), root).replace_extension().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-struct Tolerance {
-  double atol = 1e-6, rtol = 1e-6;
-};
-
-Tolerance readTolerance(const std::string& kirPath) {
-  std::ifstream in(kirPath);
-  std::string first;
-  std::getline(in, first);
-  Tolerance t;
-  std::sscanf(first.c_str(), "// tolerance atol=%lf rtol=%lf", &t.atol, &t.rtol);
-  return t;
-}
-
 class LowerTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(LowerTest, KernelMatchesOracle) {
-  fs::path base = fs::path(test::sourceDir()) / "tests/ops/cases" / GetParam();
+  fs::path base = test::opCasesDir() / GetParam();
   auto module = parseModuleFile(base.string() + ".kir");
   ASSERT_TRUE(module) << module.error().message();
   const Graph& g = *(*module)->functions().front();
@@ -62,7 +39,7 @@ TEST_P(LowerTest, KernelMatchesOracle) {
   std::vector<Tensor*> ptrs;
   for (Tensor& t : buffers) ptrs.push_back(&t);
   ASSERT_TRUE(kernel::evaluateKernel(*k, ptrs)) << kernel::printKernel(*k);
-  Tolerance tol = readTolerance(base.string() + ".kir");
+  test::Tolerance tol = test::readTolerance(base.string() + ".kir");
   for (size_t i = 0; i < g.results().size(); ++i) {
     const Tensor& want = data->at(str("out.", i));
     const Tensor& got = buffers[g.arguments().size() + i];
@@ -71,12 +48,8 @@ TEST_P(LowerTest, KernelMatchesOracle) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, LowerTest, testing::ValuesIn(allCases()), [](const auto& info) {
-  std::string n = info.param;
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Cases, LowerTest, testing::ValuesIn(test::opCaseNames()),
+                         test::PathParamName());
 
 }  // namespace
 }  // namespace kfuse

@@ -2,7 +2,6 @@
 // tests/ops/gen_*.py with NumPy/PyTorch as the oracle) through the reference
 // interpreter, and checks that every registered op has at least one case.
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "ir/interpreter.h"
@@ -16,32 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> allCases() {
-  std::vector<std::string> out;
-  fs::path root = fs::path(test::sourceDir()) / "tests/ops/cases";
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.path().extension() == ".kir") out.push_back(fs::relative(e.path(), root).replace_extension().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-struct Tolerance {
-  double atol = 1e-6, rtol = 1e-6;
-};
-
-Tolerance readTolerance(const std::string& kirPath) {
-  std::ifstream in(kirPath);
-  std::string first;
-  std::getline(in, first);
-  Tolerance t;
-  std::sscanf(first.c_str(), "// tolerance atol=%lf rtol=%lf", &t.atol, &t.rtol);
-  return t;
-}
-
 class OpReferenceTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(OpReferenceTest, MatchesOracle) {
-  fs::path base = fs::path(test::sourceDir()) / "tests/ops/cases" / GetParam();
+  fs::path base = test::opCasesDir() / GetParam();
   std::string kir = base.string() + ".kir";
   auto module = parseModuleFile(kir);
   ASSERT_TRUE(module) << module.error().message();
@@ -56,7 +33,7 @@ TEST_P(OpReferenceTest, MatchesOracle) {
   }
   auto result = interpret(g, args);
   ASSERT_TRUE(result) << result.error().message();
-  Tolerance tol = readTolerance(kir);
+  test::Tolerance tol = test::readTolerance(kir);
   for (size_t i = 0; i < result->outputs.size(); ++i) {
     auto it = data->find(str("out.", i));
     ASSERT_NE(it, data->end());
@@ -64,18 +41,14 @@ TEST_P(OpReferenceTest, MatchesOracle) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, OpReferenceTest, testing::ValuesIn(allCases()), [](const auto& info) {
-  std::string n = info.param;
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Cases, OpReferenceTest, testing::ValuesIn(test::opCaseNames()),
+                         test::PathParamName());
 
 // Every op of the registry has reference cases.
 TEST(OpReferenceCoverage, EveryOpHasACase) {
   std::set<std::string> covered;
-  for (const std::string& c : allCases()) {
-    auto m = parseModuleFile((fs::path(test::sourceDir()) / "tests/ops/cases" / (c + ".kir")).string(),
+  for (const std::string& c : test::opCaseNames()) {
+    auto m = parseModuleFile((test::opCasesDir() / (c + ".kir")).string(),
                              ParseOptions{.loadWeights = false});
     ASSERT_TRUE(m) << m.error().message();
     for (const auto& f : (*m)->functions())

@@ -44,12 +44,7 @@ TEST_P(RoundTripTest, PrintParsePrintIsStable) {
   EXPECT_EQ(printModule(**m2), p1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, RoundTripTest, testing::ValuesIn(kirFiles()), [](const auto& info) {
-  std::string n = info.param;
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Files, RoundTripTest, testing::ValuesIn(kirFiles()), test::PathParamName());
 
 }  // namespace
 }  // namespace kfuse

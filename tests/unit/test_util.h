@@ -3,8 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "ir/support/strings.h"
 #include "ir/tensor.h"
@@ -40,5 +46,41 @@ inline std::string compareTensors(const Tensor& got, const Tensor& want, double 
 
 // Source-tree paths, set by CMake.
 inline std::string sourceDir() { return KFUSE_SOURCE_DIR; }
+
+// The op reference cases (tests/ops/cases): paths relative to that folder,
+// without extension ("elementwise/add_broadcast"), sorted.
+inline std::filesystem::path opCasesDir() { return std::filesystem::path(sourceDir()) / "tests/ops/cases"; }
+inline std::vector<std::string> opCaseNames() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(opCasesDir()))
+    if (e.path().extension() == ".kir") out.push_back(fs::relative(e.path(), opCasesDir()).replace_extension().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A case's tolerance, from its first line: `// tolerance atol=A rtol=R`.
+struct Tolerance {
+  double atol = 1e-6, rtol = 1e-6;
+};
+inline Tolerance readTolerance(const std::string& kirPath) {
+  std::ifstream in(kirPath);
+  std::string first;
+  std::getline(in, first);
+  Tolerance t;
+  std::sscanf(first.c_str(), "// tolerance atol=%lf rtol=%lf", &t.atol, &t.rtol);
+  return t;
+}
+
+// A GoogleTest parameter name from a path: every non-alphanumeric is '_'.
+struct PathParamName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    std::string n = info.param;
+    for (char& c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return n;
+  }
+};
 
 }  // namespace kfuse::test
