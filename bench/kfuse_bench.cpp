@@ -1,0 +1,162 @@
+// The kfuse side of the benchmark (bench/run.py drives it). Reads a manifest
+// of workloads, each an ONNX model exported by PyTorch plus its inputs as
+// .npy files:
+//
+//   NAME infer MODEL.onnx X.npy
+//   NAME train MODEL.onnx X.npy Y.npy LR     (cross-entropy + Adam)
+//
+// compiles every workload once for the cpu target, printing one JSON line per
+// workload (compile times, launches per step, where it wrote its first
+// outputs / loss), then "ready", and then serves commands on stdin, one JSON
+// line each:
+//
+//   run NAME N     N timed iterations: {"name":..., "ms":[...]}
+//   quit
+//
+// so that run.py can alternate kfuse, PyTorch and onnxruntime rounds while
+// every engine compiles (or warms up) once. Times are wall-clock per
+// iteration (steady_clock); a training iteration is Trainer::step, which
+// returns the loss as a double, so the step has finished when it returns.
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "codegen/backend.h"
+#include "frontend/onnx/importer.h"
+#include "ir/npy.h"
+#include "runtime/plan.h"
+#include "runtime/trainer.h"
+
+using namespace kfuse;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+struct Workload {
+  std::string name, kind;
+  std::unique_ptr<Module> module;       // inference
+  std::unique_ptr<Executor> exec;       // inference
+  std::unique_ptr<Trainer> trainer;     // training
+  std::vector<Tensor> inputs;
+  Tensor labels;
+  double lr = 1e-3;
+};
+
+[[noreturn]] void die(const std::string& what) {
+  std::cerr << "kfuse_bench: " << what << "\n";
+  std::exit(1);
+}
+
+template <typename T>
+T orDie(Expected<T> e, const std::string& what) {
+  if (!e) die(what + ": " + e.error().message());
+  return std::move(*e);
+}
+
+// Compiles one workload, runs it once (outputs written beside the model as
+// NAME.kfuse.npy, or its first loss reported), and prints its JSON line.
+Workload setUp(std::istringstream& line, const std::string& dir) {
+  Workload w;
+  std::string model, x, y;
+  line >> w.name >> w.kind >> model >> x;
+  if (w.kind == "train") line >> y >> w.lr;
+  w.inputs.push_back(orDie(readNpy(dir + "/" + x), x));
+  std::ostringstream json;
+  json << std::setprecision(9) << "{\"name\": \"" << w.name << "\", \"kind\": \"" << w.kind << "\"";
+
+  auto t0 = Clock::now();
+  auto imported = orDie(onnx_import::importModelFile(dir + "/" + model), model);
+  json << ", \"import_ms\": " << msSince(t0);
+  if (w.kind == "infer") {
+    w.module = std::move(imported);
+    auto backend = orDie(backendFor("cpu"), "backend");
+    auto t1 = Clock::now();
+    if (Status s = prepareModule(*w.module, backend); !s) die(w.name + ": " + s.message());
+    double passes = msSince(t1);
+    w.exec = orDie(createExecutor("cpu"), "executor");
+    auto t2 = Clock::now();
+    const Graph& fn = *w.module->functions().front();
+    const Plan* plan = w.exec->planFor(fn);  // plans and JIT-compiles every kernel
+    if (!plan) die(w.name + ": no plan");
+    double jit = msSince(t2);
+    uint64_t before = w.exec->launches();
+    auto out = orDie(w.exec->run(fn, w.inputs), w.name);
+    if (Status s = writeNpy(dir + "/" + w.name + ".kfuse.npy", out.outputs.at(0)); !s) die(s.message());
+    json << ", \"passes_ms\": " << passes << ", \"plan_jit_ms\": " << jit << ", \"kernels\": " << plan->kernels.size()
+         << ", \"plan_launches\": " << plan->launches() << ", \"launches_per_iter\": " << w.exec->launches() - before;
+  } else {
+    w.labels = orDie(readNpy(dir + "/" + y), y);
+    TrainerOptions opts;
+    opts.target = "cpu";
+    opts.training.loss = LossKind::CrossEntropy;
+    opts.training.optimizer.kind = OptimizerKind::Adam;
+    auto t1 = Clock::now();
+    w.trainer = orDie(Trainer::create(std::move(imported), opts), w.name);
+    double passes = msSince(t1);
+    auto t2 = Clock::now();
+    const Plan* plan = w.trainer->trainPlan();
+    if (!plan) die(w.name + ": no plan");
+    double jit = msSince(t2);
+    uint64_t before = w.trainer->launches();
+    double loss = orDie(w.trainer->step(w.inputs, w.labels, w.lr), w.name);
+    json << ", \"passes_ms\": " << passes << ", \"plan_jit_ms\": " << jit << ", \"kernels\": " << plan->kernels.size()
+         << ", \"plan_launches\": " << plan->launches()
+         << ", \"launches_per_iter\": " << w.trainer->launches() - before << ", \"first_loss\": " << loss;
+  }
+  json << "}";
+  std::cout << json.str() << std::endl;
+  return w;
+}
+
+void runIterations(Workload& w, int n) {
+  std::ostringstream json;
+  json << std::setprecision(6) << "{\"name\": \"" << w.name << "\", \"ms\": [";
+  const Graph* fn = w.module ? w.module->functions().front().get() : nullptr;
+  for (int i = 0; i < n; ++i) {
+    auto t = Clock::now();
+    if (w.trainer) {
+      orDie(w.trainer->step(w.inputs, w.labels, w.lr), w.name);
+    } else {
+      orDie(w.exec->run(*fn, w.inputs), w.name);
+    }
+    json << (i ? ", " : "") << msSince(t);
+  }
+  json << "]}";
+  std::cout << json.str() << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) die("usage: kfuse_bench MANIFEST (see bench/kfuse_bench.cpp)");
+  std::string manifest = argv[1];
+  std::string dir = manifest.substr(0, manifest.find_last_of('/') == std::string::npos ? 0 : manifest.find_last_of('/'));
+  if (dir.empty()) dir = ".";
+  std::ifstream in(manifest);
+  if (!in) die("cannot read " + manifest);
+  std::map<std::string, Workload> workloads;
+  for (std::string text; std::getline(in, text);) {
+    if (text.empty() || text[0] == '#') continue;
+    std::istringstream line(text);
+    Workload w = setUp(line, dir);
+    std::string name = w.name;
+    workloads.emplace(name, std::move(w));
+  }
+  std::cout << "ready" << std::endl;
+  for (std::string text; std::getline(std::cin, text);) {
+    std::istringstream line(text);
+    std::string cmd, name;
+    int n = 0;
+    line >> cmd >> name >> n;
+    if (cmd == "quit") break;
+    auto it = workloads.find(name);
+    if (cmd != "run" || it == workloads.end() || n <= 0) die("bad command: " + text);
+    runIterations(it->second, n);
+  }
+  return 0;
+}
