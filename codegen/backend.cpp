@@ -5,11 +5,16 @@
 #include "codegen/kernel/lower.h"
 #include "codegen/plan/plan_builder.h"
 #include "ir/support/strings.h"
+#include "passes/layout_cost.h"
 #include "passes/pass_registry.h"
 #include "runtime/cpu_runner.h"
 
 #if KFUSE_HAS_LLVM_JIT
 #include "codegen/cpu/jit.h"
+#endif
+#if KFUSE_HAS_CUDA
+#include "codegen/cuda/executor.h"
+#include "codegen/cuda/target.h"
 #endif
 
 namespace kfuse {
@@ -29,6 +34,7 @@ class InterpreterExecutor : public Executor {
 // kernels, matmuls GEMM steps) and runs it on the CPU.
 class CpuExecutor : public Executor {
  public:
+  explicit CpuExecutor(const ExecutionOptions& opts) : opts_(opts) {}
   std::string_view target() const override { return "cpu"; }
   Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) override {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
@@ -37,6 +43,11 @@ class CpuExecutor : public Executor {
   uint64_t launches() const override {
     uint64_t total = 0;
     for (const auto& [fn, runner] : runners_) total += runner->launches();
+    return total;
+  }
+  uint64_t deviceBytesAllocated() const override {
+    uint64_t total = 0;
+    for (const auto& [fn, runner] : runners_) total += runner->bytesAllocated();
     return total;
   }
   const Plan* planFor(const Graph& fn) override {
@@ -48,9 +59,11 @@ class CpuExecutor : public Executor {
   Expected<CpuRunner*> runnerFor(const Graph& fn) {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace}));
     KF_ASSIGN_OR_RETURN(std::vector<KernelFn> compiled, compile(plan));
-    auto runner = std::make_unique<CpuRunner>(std::make_shared<const Plan>(std::move(plan)), std::move(compiled));
+    CpuRunnerOptions ro;
+    ro.poison = opts_.poison;
+    auto runner = std::make_unique<CpuRunner>(std::make_shared<const Plan>(std::move(plan)), std::move(compiled), ro);
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }
 
@@ -70,18 +83,31 @@ class CpuExecutor : public Executor {
   Expected<std::vector<KernelFn>> compile(const Plan&) { return std::vector<KernelFn>{}; }
 #endif
 
+  ExecutionOptions opts_;
   std::map<const Graph*, std::unique_ptr<CpuRunner>> runners_;
 };
 
 }  // namespace
 
-std::vector<std::string> availableTargets() { return {"cpu", "interpreter"}; }
+std::vector<std::string> availableTargets() {
+#if KFUSE_HAS_CUDA
+  return {"cpu", "cuda", "interpreter"};
+#else
+  return {"cpu", "interpreter"};
+#endif
+}
 std::string defaultTarget() { return "cpu"; }
 
-Expected<Backend> backendFor(std::string_view target, bool fuse) {
-  if (target == "interpreter") return Backend{"interpreter", kSimplify, {}};
-  if (target == "cpu")
-    return Backend{"cpu", fuse ? str(kSimplify, ",fuse,dce") : std::string(kSimplify), kernel::checkGroup};
+Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_view layout) {
+  KF_RETURN_IF_ERROR(parseLayoutMode(layout).status());
+  // Layout selection after simplification and before fusion, with the
+  // target's measured cost model (passes/layout_cost.cpp).
+  std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
+  if (target == "interpreter") return Backend{"interpreter", prepare, {}};
+  if (target == "cpu") return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup};
+#if KFUSE_HAS_CUDA
+  if (target == "cuda") return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup};
+#endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }
 
@@ -94,9 +120,12 @@ Status prepareModule(Module& m, const Backend& backend, const Instrumentation& i
   return pm.run(m, ctx);
 }
 
-Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target) {
+Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, const ExecutionOptions& opts) {
   if (target == "interpreter") return std::unique_ptr<Executor>(new InterpreterExecutor());
-  if (target == "cpu") return std::unique_ptr<Executor>(new CpuExecutor());
+  if (target == "cpu") return std::unique_ptr<Executor>(new CpuExecutor(opts));
+#if KFUSE_HAS_CUDA
+  if (target == "cuda") return cuda::createCudaExecutor();
+#endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }
 

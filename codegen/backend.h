@@ -24,13 +24,14 @@ struct Backend {
 
 // `fuse` false gives the same pipeline without fusion (--no-fuse), so every
 // node is its own launch.
-Expected<Backend> backendFor(std::string_view target, bool fuse = true);
+// `layout` (auto, nchw, nhwc) is the layout pass's mode (--layout).
+Expected<Backend> backendFor(std::string_view target, bool fuse = true, std::string_view layout = "auto");
 
 // Runs the backend's pipeline over every function of `m` (inference).
 Status prepareModule(Module& m, const Backend& backend, const Instrumentation& instr = {});
 
 // Executors keep one compiled plan per function they run.
-Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target);
+Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, const ExecutionOptions& opts = {});
 std::vector<std::string> availableTargets();
 // The target used when none is given: cpu.
 std::string defaultTarget();

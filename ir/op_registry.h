@@ -65,6 +65,42 @@ using ReferenceFn = std::function<Expected<std::vector<Tensor>>(const OpCall&, s
 // For elementwise/broadcast ops: output elements from input elements.
 using ScalarFn = std::function<std::vector<Scalar>(const OpCall&, std::span<const Scalar> inputs)>;
 
+// How an op treats rank-4 images stored in another axis order (NHWC rather
+// than NCHW), read by layout selection (passes/layout.cpp) so that the pass
+// holds no list of op names. P below is the permutation taking an operand's
+// axes to the new order.
+enum class LayoutClass : uint8_t {
+  // The op reads its operands in the order it was built with (the default:
+  // matmul, reshape, flatten, dropout's index-keyed mask, ...). A permuted
+  // operand is transposed back before it.
+  Fixed,
+  // Each result element reads the operand elements at its own index
+  // (elementwise and broadcast ops): permuting every operand by P permutes
+  // the results by P. Lower-rank broadcast operands are padded and permuted.
+  Pointwise,
+  // Pointwise except along the axes named by the attributes in
+  // `LayoutSpec::axisAttrs` (axes of operand 0: reductions, softmax,
+  // concat), which are renumbered through P. A result whose rank is not 4
+  // (a reduction without keepdims) must come out in the same order.
+  AxisAttrs,
+  // Reads the layout tags of its images (NCHW / NHWC) and filters (OIHW /
+  // OHWI) and computes in any of them (convolution, pooling, batch norm);
+  // results of rank 4 follow their image operand's tag.
+  Native,
+};
+
+struct LayoutSpec {
+  LayoutClass kind = LayoutClass::Fixed;
+  std::vector<std::string> axisAttrs;  // AxisAttrs: "axes" or "axis"
+  // Native: operands that are images and operands that are filters; other
+  // operands (per-channel vectors) do not depend on the layout. Results
+  // that are images (a filter gradient's layout is an attribute's).
+  std::vector<size_t> imageOperands, filterOperands, imageResults;
+  // Native: int-list attributes holding an image's shape in memory order
+  // (the gradient ops' input_shape), permuted with the images.
+  std::vector<std::string> imageShapeAttrs;
+};
+
 struct OpDef {
   std::string name;
   std::string summary;  // one line, for `kfuse ops` and docs
@@ -89,6 +125,15 @@ struct OpDef {
   // The results depend only on the operands' types, never their values
   // (shape_of): constant folding may evaluate such a node at compile time.
   bool dependsOnlyOnTypes = false;
+  // Behaviour under a change of image layout (layout selection).
+  LayoutSpec layout;
+  // In-place: inPlace[r] is the operand that result r may be written over
+  // (same type, each element computed from the same element of it), or -1.
+  // Buffer planning reads it for steps that run an op as such (reference
+  // steps); generated kernels are checked on their index maps instead, which
+  // is exact for fused groups. Optimizer updates list their parameter and
+  // state operands: they are meant to overwrite them.
+  std::vector<int> inPlace;
 
   const AttrSpec* findAttr(std::string_view n) const;
 };

@@ -47,6 +47,9 @@ struct PassContext {
   bool remarks = false;
   // Fusion legality; without it the fusion pass forms no groups.
   GroupChecker canFormLaunch;
+  // The driver's --layout (auto, nchw, nhwc): the mode of a `layout` pass
+  // whose options do not name one. Empty: the pass's own default (auto).
+  std::string layoutMode;
 };
 
 class Pass {

@@ -31,6 +31,10 @@ const std::vector<PassInfo>& allPasses() {
       simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       simple("dce", "removes nodes whose results are unused", createDCEPass),
       {"fuse", "groups nodes into fused nodes, each one launch (options: exclude=op1,op2)", createFusePass},
+      {"layout",
+       "chooses NCHW or NHWC per image region (and OIHW/OHWI filters) and moves the transposes to the regions' "
+       "edges (options: mode=auto|nchw|nhwc target=cpu)",
+       createLayoutPass},
   };
   return passes;
 }

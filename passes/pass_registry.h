@@ -37,5 +37,6 @@ Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options);
 // function `func` only (every function when empty).
 std::unique_ptr<Pass> createAutodiffPass(const struct TrainingOptions& opts, std::string func);
 Expected<std::unique_ptr<Pass>> createFusePass(const PassOptions& options);
+Expected<std::unique_ptr<Pass>> createLayoutPass(const PassOptions& options);
 
 }  // namespace kfuse

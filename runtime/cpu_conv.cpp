@@ -37,7 +37,7 @@ struct Conv {
   }
 
   // NCHW: col is [taps, pixels]; NHWC: [pixels, taps] (so GEMM writes NHWC rows).
-  void im2col(const T* x, int64_t n, int64_t g, std::vector<T>& col) const {
+  void im2col(const T* x, int64_t n, int64_t g, T* col) const {
     for (int64_t ch = 0; ch < cg; ++ch)
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
@@ -52,8 +52,7 @@ struct Conv {
         }
   }
 
-  void run(const T* x, const T* w, const T* bias, T* y) const {
-    std::vector<T> col(static_cast<size_t>(taps * pixels));
+  void run(const T* x, const T* w, const T* bias, T* y, T* col) const {
     for (int64_t n = 0; n < c.n; ++n)
       for (int64_t g = 0; g < c.groups; ++g) {
         im2col(x, n, g, col);
@@ -61,13 +60,13 @@ struct Conv {
         if (c.channelsLast) {
           // y[n, p, g*og + o] = sum_t col[p, t] * w[o, t]
           T* yg = y + n * pixels * c.o + g * og;
-          gemm(true, static_cast<int>(pixels), static_cast<int>(og), static_cast<int>(taps), col.data(),
+          gemm(true, static_cast<int>(pixels), static_cast<int>(og), static_cast<int>(taps), col,
                static_cast<int>(taps), wg, static_cast<int>(taps), yg, static_cast<int>(c.o));
         } else {
           // y[n, g*og + o, p] = sum_t w[o, t] * col[t, p]
           T* yg = y + (n * c.o + g * og) * pixels;
           gemm(false, static_cast<int>(og), static_cast<int>(pixels), static_cast<int>(taps), wg,
-               static_cast<int>(taps), col.data(), static_cast<int>(pixels), yg, static_cast<int>(pixels));
+               static_cast<int>(taps), col, static_cast<int>(pixels), yg, static_cast<int>(pixels));
         }
       }
     if (!bias) return;
@@ -80,13 +79,15 @@ struct Conv {
 }  // namespace
 
 void runConv2d(const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w, const std::byte* bias,
-               std::byte* y) {
+               std::byte* y, std::byte* workspace) {
   if (dtype == DType::F32)
     Conv<float>(c).run(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(w),
-                       reinterpret_cast<const float*>(bias), reinterpret_cast<float*>(y));
+                       reinterpret_cast<const float*>(bias), reinterpret_cast<float*>(y),
+                       reinterpret_cast<float*>(workspace));
   else
     Conv<double>(c).run(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(w),
-                        reinterpret_cast<const double*>(bias), reinterpret_cast<double*>(y));
+                        reinterpret_cast<const double*>(bias), reinterpret_cast<double*>(y),
+                        reinterpret_cast<double*>(workspace));
 }
 
 }  // namespace kfuse

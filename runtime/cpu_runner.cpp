@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <string_view>
 
 #include "codegen/kernel/kernel_eval.h"
 #include "runtime/cpu_conv.h"
@@ -13,23 +15,44 @@
 
 namespace kfuse {
 
-namespace {
-constexpr size_t kAlignment = 64;
-
-struct AlignedFree {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-}  // namespace
-
-// The storage of one run: a pointer per buffer; temporaries owned here.
+// The storage of one run: a pointer per buffer, into the runner's regions.
 struct CpuRunner::Frame {
   std::vector<std::byte*> ptr;
-  std::vector<std::unique_ptr<std::byte, AlignedFree>> owned;
 };
 
-CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels)
-    : plan_(std::move(plan)), kernels_(std::move(kernels)) {
+CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels, CpuRunnerOptions opts)
+    : plan_(std::move(plan)), kernels_(std::move(kernels)), opts_(opts) {
   kernels_.resize(plan_->kernels.size(), nullptr);
+  const Plan& p = *plan_;
+  uploaded_.resize(p.buffers.size());
+  writtenInPlace_.assign(p.buffers.size(), false);
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.buffers[i].inPlace) writtenInPlace_[static_cast<size_t>(p.storageOf(static_cast<int>(i)))] = true;
+  dying_.resize(p.steps.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const PlanBuffer& b = p.buffers[i];
+    // Inputs' resident copies are refilled every run, so they may die too.
+    bool mortal = b.kind == BufferKind::Temp || b.kind == BufferKind::Input;
+    if (mortal && b.lastUse >= 0 && static_cast<size_t>(b.lastUse) < p.steps.size())
+      dying_[static_cast<size_t>(b.lastUse)].push_back(static_cast<int>(i));
+  }
+}
+
+CpuRunner::~CpuRunner() {
+  std::free(arena_);
+  std::free(resident_);
+}
+
+Status CpuRunner::allocate() {
+  auto region = [&](uint64_t bytes, std::byte*& out) -> Status {
+    if (bytes == 0) return Status::ok();
+    out = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, bytes));
+    if (!out) return Error(str("out of memory allocating ", bytes, " bytes for plan @", plan_->function));
+    bytesAllocated_ += bytes;
+    return Status::ok();
+  };
+  KF_RETURN_IF_ERROR(region(plan_->arenaBytes, arena_));
+  return region(plan_->residentBytes, resident_);
 }
 
 namespace {
@@ -45,47 +68,81 @@ void copyIn(std::byte* p, const Tensor& t) {
   if (t.byteSize() > 0) std::memcpy(p, t.data(), t.byteSize());
 }
 
+template <typename T>
+void fill(std::byte* p, size_t bytes, T value) {
+  for (size_t i = 0; i + sizeof(T) <= bytes; i += sizeof(T)) std::memcpy(p + i, &value, sizeof(T));
+}
+
 }  // namespace
+
+void CpuRunner::poison(int buffer, std::byte* p) const {
+  const TensorType& t = plan_->buffers[static_cast<size_t>(buffer)].type;
+  size_t bytes = t.byteSize();
+  switch (t.dtype) {
+    case DType::F32: fill(p, bytes, std::numeric_limits<float>::quiet_NaN()); break;
+    case DType::F64: fill(p, bytes, std::numeric_limits<double>::quiet_NaN()); break;
+    case DType::F16: fill(p, bytes, uint16_t{0x7E00}); break;
+    case DType::BF16: fill(p, bytes, uint16_t{0x7FC0}); break;
+    default: std::memset(p, 0xAB, bytes); break;
+  }
+}
 
 Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Tensor>& args) {
   const Plan& plan = *plan_;
   if (args.size() != plan.inputs.size())
     return Error(str("plan @", plan.function, " takes ", plan.inputs.size(), " inputs, got ", args.size()));
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer& b = plan.buffers[i];
+    if (b.kind == BufferKind::Input) {
+      const Tensor& t = args[b.input];
+      if (t.dtype() != b.type.dtype || t.shape() != b.type.shape)
+        return Error(str("input ", b.name, " must be ", formatType(b.type), ", got ", formatType(t.type())));
+    } else if (b.kind == BufferKind::Param) {
+      const Param* p = m.findParam(b.param);
+      if (!p || !p->data) return Error(str("parameter @", b.param, " has no data"));
+      if (p->data->byteSize() != b.type.byteSize())
+        return Error(str("parameter @", b.param, " holds ", formatType(p->data->type()), ", the plan expects ",
+                         formatType(b.type)));
+    }
+    if (b.kind != BufferKind::Alias && b.offset < 0)
+      return Error(str("buffer ", b.name, " of plan @", plan.function, " has no offset (the plan was not planned)"));
+  }
+  if (bytesAllocated_ == 0 && plan.deviceBytes() > 0) KF_RETURN_IF_ERROR(allocate());
   Frame f;
   f.ptr.assign(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlanBuffer& b = plan.buffers[i];
+    if (b.kind == BufferKind::Alias) continue;
+    std::byte* base = b.kind == BufferKind::Temp ? arena_ : resident_;
+    f.ptr[i] = base + b.offset;
     switch (b.kind) {
-      case BufferKind::Input: {
-        const Tensor& t = args[b.input];
-        if (t.dtype() != b.type.dtype || t.shape() != b.type.shape)
-          return Error(str("input ", b.name, " must be ", formatType(b.type), ", got ", formatType(t.type())));
-        f.ptr[i] = const_cast<std::byte*>(t.data());  // read-only: no step writes an input
-        break;
-      }
+      case BufferKind::Input: copyIn(f.ptr[i], args[b.input]); break;
       case BufferKind::Param: {
-        const Param* p = m.findParam(b.param);
-        if (!p || !p->data) return Error(str("parameter @", b.param, " has no data"));
-        f.ptr[i] = const_cast<std::byte*>(p->data->data());  // read-only as well
+        const std::shared_ptr<const Tensor>& data = m.findParam(b.param)->data;
+        if (writtenInPlace_[i] || uploaded_[i] != data) {
+          copyIn(f.ptr[i], *data);
+          // Storage the plan overwrites no longer holds the module's tensor.
+          uploaded_[i] = writtenInPlace_[i] ? nullptr : data;
+        }
         break;
       }
-      case BufferKind::Constant: f.ptr[i] = const_cast<std::byte*>(b.constant->data()); break;
-      case BufferKind::Temp: {
-        size_t bytes = (b.type.byteSize() + kAlignment - 1) / kAlignment * kAlignment;
-        auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, std::max(bytes, kAlignment)));
-        if (!p) return Error(str("out of memory allocating ", bytes, " bytes for ", b.name));
-        f.owned.emplace_back(p);
-        f.ptr[i] = p;
+      case BufferKind::Constant:
+        if (!constantsCopied_) copyIn(f.ptr[i], *b.constant);
         break;
-      }
+      case BufferKind::Temp:
       case BufferKind::Alias: break;
     }
   }
+  constantsCopied_ = true;
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (plan.buffers[i].kind == BufferKind::Alias) f.ptr[i] = f.ptr[static_cast<size_t>(plan.storageOf(static_cast<int>(i)))];
-  for (const Step& s : plan.steps) {
+  if (opts_.poison && arena_) std::memset(arena_, 0xFF, plan.arenaBytes);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
     if (Status st = runStep(s, f); !st) return st.error().context(str("step ", s.name));
     ++launches_;
+    if (opts_.poison)
+      for (int b : dying_[i]) poison(b, f.ptr[static_cast<size_t>(b)]);
   }
   InterpreterResult r;
   for (int o : plan.outputs) r.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type));
@@ -209,7 +266,7 @@ Status CpuRunner::runConv(const ConvSpec& c, Frame& f) {
   DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
   auto conv = [&](DType as, const Pointers& ptr) {
     auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
-    runConv2d(c, as, at(c.x), at(c.w), at(c.bias), at(c.y));
+    runConv2d(c, as, at(c.x), at(c.w), at(c.bias), at(c.y), at(c.workspace));
   };
   if (isHalf(dt)) {
     widenedToF32(*plan_, f.ptr, {c.x, c.w, c.bias}, c.y, [&](const Pointers& wide) { conv(DType::F32, wide); });

@@ -13,11 +13,27 @@ namespace kfuse {
 // The ABI of a compiled kernel: one pointer per kernel buffer, in order.
 using KernelFn = void (*)(void** buffers);
 
+struct CpuRunnerOptions {
+  // Debug: fill the arena with 0xFF bytes (NaN in every float type) before
+  // each run, and each buffer with NaN (float dtypes) or 0xAB bytes (others)
+  // after the last step that uses it, so that reading a dead or overwritten
+  // buffer gives a visibly wrong result.
+  bool poison = false;
+};
+
+// Memory: the runner is the device. On its first run it allocates the
+// plan's two regions (Plan::arenaBytes, Plan::residentBytes) and nothing
+// else that outlives a step; buffers sit at their planned offsets. Inputs
+// are copied in on every run, constants once, parameters when the module's
+// tensor changes and always when the plan writes them in place (the
+// module keeps the old value until the caller applies the updates, which
+// run() returns as copies).
 class CpuRunner {
  public:
   // `kernels[i]` runs plan->kernels[i]; empty or null entries use the kernel
   // interpreter.
-  CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels = {});
+  CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels = {}, CpuRunnerOptions opts = {});
+  ~CpuRunner();
 
   // Runs the plan with the module's parameters; returns outputs and the new
   // values of updated parameters.
@@ -26,6 +42,11 @@ class CpuRunner {
   // Launches so far (one per step run: kernel bundle, GEMM, reference op).
   uint64_t launches() const { return launches_; }
   const Plan& plan() const { return *plan_; }
+  // Bytes of device memory allocated so far: the arena and the resident
+  // region once the first run started, 0 before. (Host scratch of the
+  // interpreter paths, reference ops and half-precision GEMMs, which widen
+  // to f32 copies, is not device memory and is not counted.)
+  uint64_t bytesAllocated() const { return bytesAllocated_; }
 
  private:
   struct Frame;
@@ -35,9 +56,21 @@ class CpuRunner {
   Status runConv(const ConvSpec& c, Frame& f);
   Status runReference(const Step& s, Frame& f);
 
+  Status allocate();
+  void poison(int buffer, std::byte* p) const;
+
   std::shared_ptr<const Plan> plan_;
   std::vector<KernelFn> kernels_;
+  CpuRunnerOptions opts_;
   uint64_t launches_ = 0;
+  uint64_t bytesAllocated_ = 0;
+  std::byte* arena_ = nullptr;
+  std::byte* resident_ = nullptr;
+  bool constantsCopied_ = false;
+  // Per buffer: the module tensor its resident copy holds (parameters).
+  std::vector<std::shared_ptr<const Tensor>> uploaded_;
+  std::vector<bool> writtenInPlace_;   // parameter storage an update overwrites
+  std::vector<std::vector<int>> dying_;  // per step: storage whose last use it is
 };
 
 }  // namespace kfuse

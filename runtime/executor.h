@@ -12,6 +12,14 @@ namespace kfuse {
 
 struct Plan;
 
+// How an executor compiles and runs plans (targets that run no plan ignore it).
+struct ExecutionOptions {
+  // In-place rewriting of the plans (--no-inplace turns it off).
+  bool inplace = true;
+  // Poison buffers when their lifetime ends (--poison; runtime/cpu_runner.h).
+  bool poison = false;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -21,6 +29,8 @@ class Executor {
   virtual Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) = 0;
   // Launches performed so far (0 for the interpreter, which launches nothing).
   virtual uint64_t launches() const { return 0; }
+  // Device memory allocated so far by the plans run (0 for the interpreter).
+  virtual uint64_t deviceBytesAllocated() const { return 0; }
   // The plan `fn` runs as (null for the interpreter).
   virtual const Plan* planFor(const Graph& fn) { return nullptr; }
 };

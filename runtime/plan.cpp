@@ -12,6 +12,29 @@ int Plan::storageOf(int b) const {
   return b;
 }
 
+std::vector<int> stepBuffers(const Step& s) {
+  std::vector<int> out;
+  auto add = [&](int b) {
+    if (b >= 0) out.push_back(b);
+  };
+  switch (s.kind) {
+    case StepKind::Gemm:
+      for (int b : {s.gemm.a, s.gemm.b, s.gemm.c}) add(b);
+      break;
+    case StepKind::Conv:
+      for (int b : {s.conv.x, s.conv.w, s.conv.bias, s.conv.y, s.conv.workspace}) add(b);
+      break;
+    case StepKind::Reference:
+      for (int b : s.inputs) add(b);
+      for (int b : s.outputs) add(b);
+      break;
+    case StepKind::Kernels: break;
+  }
+  for (const std::vector<int>& bs : s.kernelBuffers)
+    for (int b : bs) add(b);
+  return out;
+}
+
 namespace {
 
 std::string_view kindName(BufferKind k) {
@@ -35,11 +58,19 @@ std::string bufferList(const Plan& p, const std::vector<int>& ids) {
 
 std::string printPlan(const Plan& p) {
   std::ostringstream os;
-  os << "plan @" << p.function << ": " << p.buffers.size() << " buffers, " << p.launches() << " launches\n";
+  os << "plan @" << p.function << ": " << p.buffers.size() << " buffers, " << p.launches() << " launches, arena "
+     << p.arenaBytes << " bytes, resident " << p.residentBytes << " bytes\n";
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanBuffer& b = p.buffers[i];
     os << "  b" << i << " " << kindName(b.kind) << " " << formatType(b.type) << " " << b.name;
-    if (b.kind == BufferKind::Alias) os << " = b" << b.aliasOf;
+    if (b.kind == BufferKind::Alias) os << " = b" << b.aliasOf << (b.inPlace ? " in-place" : "");
+    if (b.workspace) os << " workspace";
+    if (b.offset >= 0)
+      os << (b.kind == BufferKind::Temp ? " arena " : " resident ") << "offset " << b.offset << " size "
+         << alignedBytes(b.type.byteSize());
+    // "end": read after the last step (an output or a state update).
+    auto stepName = [&](int s) { return s == static_cast<int>(p.steps.size()) ? std::string("end") : str(s); };
+    if (b.firstUse >= 0) os << " live " << stepName(b.firstUse) << ".." << stepName(b.lastUse);
     os << "\n";
   }
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -70,6 +101,7 @@ std::string printPlan(const Plan& p) {
         if (!s.kernels.empty())
           os << " epilogue @" << p.kernels[static_cast<size_t>(s.kernels[0])].name << "("
              << bufferList(p, s.kernelBuffers[0]) << ")";
+        if (s.conv.workspace >= 0) os << " workspace b" << s.conv.workspace;
         break;
       case StepKind::Reference:
         os << "reference " << s.op->name << " (" << bufferList(p, s.inputs) << ") -> (" << bufferList(p, s.outputs) << ")";

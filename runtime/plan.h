@@ -6,6 +6,8 @@
 // no kernel form yet).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +22,21 @@ struct OpDef;
 
 enum class BufferKind : uint8_t { Input, Param, Constant, Temp, Alias };
 
+// Device memory is two regions, each allocated once per plan:
+//   the arena: every Temp, at an offset chosen by buffer planning
+//     (codegen/plan/buffer_plan.h) so that buffers whose lifetimes do not
+//     overlap share bytes;
+//   the resident region: every Input, Param (weights, optimizer state, other
+//     buffers) and Constant, each at its own offset, alive for the whole run.
+// Offsets and region sizes are multiples of kBufferAlignment (256: what
+// cudaMalloc guarantees, and a multiple of every vector width).
+inline constexpr uint64_t kBufferAlignment = 256;
+// Bytes a buffer of `bytes` occupies in a region (at least one alignment unit,
+// so that every buffer has a distinct address).
+inline uint64_t alignedBytes(uint64_t bytes) {
+  return (std::max<uint64_t>(bytes, 1) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
 struct PlanBuffer {
   std::string name;  // for printing: the value's name in the IR
   TensorType type;
@@ -28,6 +45,18 @@ struct PlanBuffer {
   std::string param;                       // Param: module parameter
   std::shared_ptr<const Tensor> constant;  // Constant: its data
   int aliasOf = -1;                        // Alias: the buffer whose storage it shares
+  // Alias made by in-place rewriting (the step writing it overwrites
+  // `aliasOf`, which dies there), rather than a view (reshape).
+  bool inPlace = false;
+  // Temp: scratch of a library call (a convolution's im2col patches).
+  bool workspace = false;
+  // Byte offset: Temp in the arena, Input/Param/Constant in the resident
+  // region; -1 for aliases (use Plan::storageOf) and before planning.
+  int64_t offset = -1;
+  // Storage buffers (not aliases): the first and last step touching the
+  // storage through any alias; lastUse == steps.size() for storage that is
+  // read after the last step (outputs, state updates). -1: untouched.
+  int firstUse = -1, lastUse = -1;
 };
 
 // C[b] = op(A[b]) @ op(B[b]) for every batch index b, row-major matrices;
@@ -50,6 +79,9 @@ struct ConvSpec {
   int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilH = 1, dilW = 1;
   bool channelsLast = false;  // x and y NHWC
   bool filterLast = false;    // w OHWI
+  // A Temp of taps x pixels elements (f64 for f64 convolutions, else f32)
+  // holding one image-group's patch matrix; -1: none.
+  int workspace = -1;
 };
 
 enum class StepKind : uint8_t { Kernels, Gemm, Conv, Reference };
@@ -79,15 +111,25 @@ struct Plan {
   std::vector<int> inputs;   // per function argument
   std::vector<int> outputs;  // per function result
   std::vector<std::pair<std::string, int>> updates;  // parameter <- buffer
+  // Region sizes (multiples of kBufferAlignment), set by buffer planning:
+  // what a device allocates to run the plan, and nothing else.
+  uint64_t arenaBytes = 0;
+  uint64_t residentBytes = 0;
 
   // One launch per step: a kernel bundle, a GEMM with its epilogue, or a
   // reference op.
   size_t launches() const { return steps.size(); }
   // The buffer whose storage `b` uses (itself unless an alias).
   int storageOf(int b) const;
+  uint64_t deviceBytes() const { return arenaBytes + residentBytes; }
 };
 
-// One line per buffer and per step.
+// Every buffer a step reads or writes (library operands, kernel buffers,
+// reference operands and results, workspace), in no particular order.
+std::vector<int> stepBuffers(const Step& s);
+
+// One line per buffer (with its offset, size and lifetime once planned)
+// and per step.
 std::string printPlan(const Plan& p);
 
 }  // namespace kfuse

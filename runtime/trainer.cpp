@@ -20,7 +20,7 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model
   // The training pipeline: autodiff (loss, backward, optimizer) on the copy,
   // then the target's passes (simplification, fusion); instrumented like
   // `kfuse opt`.
-  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, opts.fuse));
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, opts.fuse, opts.layout));
   PassManager pm(opts.instrumentation);
   pm.add(createAutodiffPass(opts.training, "train_step"));
   KF_ASSIGN_OR_RETURN(auto passes, parsePipeline(backend.pipeline));
@@ -29,7 +29,7 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model
   ctx.canFormLaunch = backend.canFormLaunch;
   KF_RETURN_IF_ERROR(pm.run(*model, ctx));
 
-  KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target));
+  KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target, opts.execution));
   t->forward_ = model->findFunction(fwd->name());
   t->train_ = model->findFunction("train_step");
   t->module_ = std::move(model);

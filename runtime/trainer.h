@@ -19,6 +19,8 @@ struct TrainerOptions {
   std::string target = "interpreter";
   // Fuse (on targets that generate kernels); false: every node its own launch.
   bool fuse = true;
+  // Mode of layout selection: auto, nchw or nhwc (passes/layout.cpp).
+  std::string layout = "auto";
   // Function to train (default: the module's first).
   std::string forward;
   // Instrumentation of the training pipeline (--print-ir-after=autodiff,
@@ -26,6 +28,8 @@ struct TrainerOptions {
   Instrumentation instrumentation;
   // Stop with an error when the loss becomes NaN or infinite.
   bool stopOnNonFinite = true;
+  // In-place rewriting and buffer poisoning of the compiled plans.
+  ExecutionOptions execution;
 };
 
 class Trainer {
@@ -44,6 +48,8 @@ class Trainer {
   const Plan* trainPlan() { return exec_->planFor(*train_); }
   // Launches performed so far by every function run.
   uint64_t launches() const { return exec_->launches(); }
+  // Device memory allocated so far by every function run.
+  uint64_t deviceBytesAllocated() const { return exec_->deviceBytesAllocated(); }
   Module& module() { return *module_; }
   const Graph& forward() const { return *forward_; }
   const Graph& trainStep() const { return *train_; }

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "codegen/kernel/lower.h"
+#include "codegen/plan/buffer_plan.h"
+#include "codegen/plan/inplace.h"
 #include "ir/kernel_form.h"
 #include "ir/op_registry.h"
 #include "ir/ops/window.h"
@@ -193,6 +195,14 @@ class PlanBuilder {
     if (n.opName() == "conv2d") {
       s.kind = StepKind::Conv;
       KF_ASSIGN_OR_RETURN(s.conv, convSpec(n, operands, out));
+      // One image-group's patch matrix at a time (runtime/cpu_conv.h),
+      // computed in f32 for every dtype but f64.
+      const ConvSpec& c = s.conv;
+      int64_t taps = c.c / c.groups * c.kh * c.kw, pixels = c.oh * c.ow;
+      DType dt = n.result()->type().dtype == DType::F64 ? DType::F64 : DType::F32;
+      PlanBuffer ws = buffer(s.name + ".workspace", TensorType(dt, {taps, pixels}), BufferKind::Temp);
+      ws.workspace = true;
+      s.conv.workspace = add(std::move(ws));
       return Status::ok();
     }
     s.kind = StepKind::Gemm;
@@ -281,6 +291,11 @@ class PlanBuilder {
 
 }  // namespace
 
-Expected<Plan> buildPlan(const Graph& g) { return PlanBuilder(g).run(); }
+Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts) {
+  KF_ASSIGN_OR_RETURN(Plan plan, PlanBuilder(g).run());
+  if (opts.inplace) rewriteInPlace(plan);
+  if (auto r = planBuffers(plan); !r) return r.error();
+  return plan;
+}
 
 }  // namespace kfuse

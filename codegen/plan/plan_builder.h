@@ -1,7 +1,8 @@
 // Lowering a function (after fusion) to an executable plan: every fused node
 // and every other kernelizable node becomes a kernel launch, matmuls become
 // GEMM steps (with their fused epilogue), reshapes become aliases, and ops
-// with no kernel form yet run their reference implementation.
+// with no kernel form yet run their reference implementation. Then memory:
+// in-place rewriting and buffer planning.
 #pragma once
 
 #include "ir/graph.h"
@@ -9,6 +10,14 @@
 
 namespace kfuse {
 
-Expected<Plan> buildPlan(const Graph& g);
+struct PlanOptions {
+  // Let outputs write over inputs that die at their step (codegen/plan/inplace.h).
+  bool inplace = true;
+};
+
+// Lowers `g`, rewrites in place (unless disabled) and plans its buffers
+// (codegen/plan/buffer_plan.h): the plan comes back with every offset set,
+// its regions sized and verified.
+Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts = {});
 
 }  // namespace kfuse

@@ -19,8 +19,14 @@ uint64_t PlanStats::bytesMoved() const {
 PlanStats planStats(const Plan& p) {
   PlanStats s;
   for (const Step& step : p.steps) {
+    // Views of one buffer count once; an output written in place over an
+    // input is still a read and a write.
     std::set<int> touched;
-    auto touch = [&](int b) { touched.insert(p.storageOf(b)); };
+    auto touch = [&](int b) {
+      while (p.buffers[static_cast<size_t>(b)].kind == BufferKind::Alias && !p.buffers[static_cast<size_t>(b)].inPlace)
+        b = p.buffers[static_cast<size_t>(b)].aliasOf;
+      touched.insert(b);
+    };
     switch (step.kind) {
       case StepKind::Kernels:
         ++s.kernelLaunches;

@@ -43,6 +43,7 @@ OpDef elementwise(std::string name, std::string summary, int arity, FusionClass 
   d.infer = std::move(infer);
   d.reference = ops::referenceFromScalar;
   d.scalar = std::move(scalar);
+  d.layout.kind = LayoutClass::Pointwise;  // a scalar expression reads only its own element
   return d;
 }
 

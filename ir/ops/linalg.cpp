@@ -373,6 +373,7 @@ void registerConvGrads(OpRegistry& r) {
     return one(TensorType(c.inputs[0].dtype, c.getInts("input_shape"), c.inputs[0].layout));
   };
   gi.reference = convGradInputReference;
+  gi.layout = {LayoutClass::Native, {}, {0}, {1}, {0}, {"input_shape"}};
   r.add(std::move(gi));
 
   OpDef gw;
@@ -389,6 +390,8 @@ void registerConvGrads(OpRegistry& r) {
     return one(*gradWeightType(c));
   };
   gw.reference = convGradWeightReference;
+  // dw keeps the layout weight_layout names, whatever dy's and x's.
+  gw.layout = {LayoutClass::Native, {}, {0, 1}, {}, {}, {}};
   r.add(std::move(gw));
 }
 
@@ -429,6 +432,7 @@ void registerConv2d(OpRegistry& r) {
   };
   d.reference = convReference;
   d.grad = convGrad;
+  d.layout = {LayoutClass::Native, {}, {0}, {1}, {0}, {}};
   r.add(std::move(d));
 }
 

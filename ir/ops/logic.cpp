@@ -37,6 +37,7 @@ OpDef logicOp(std::string name, std::string summary, int arity, ScalarFn scalar,
   };
   d.reference = ops::referenceFromScalar;
   d.scalar = std::move(scalar);
+  d.layout.kind = LayoutClass::Pointwise;
   return d;
 }
 

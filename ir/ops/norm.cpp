@@ -229,6 +229,7 @@ void registerBatchNormTrainGrad(OpRegistry& r) {
     return std::vector<TensorType>{c.inputs[1], c.inputs[2], c.inputs[2]};
   };
   d.reference = batchNormTrainGradReference;
+  d.layout = {LayoutClass::Native, {}, {0, 1}, {}, {0}, {}};  // dy, x; the [C] vectors do not move
   r.add(std::move(d));
 }
 
@@ -296,6 +297,7 @@ void registerBatchNorm(OpRegistry& r) {
     return std::vector<Tensor>{normalizeChannels(*in[0], axis, s, *in[1], *in[2], c.getFloat("epsilon"), out[0])};
   };
   d.grad = batchNormGrad;
+  d.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};  // the channel axis follows x's tag
   r.add(std::move(d));
 }
 
@@ -334,6 +336,7 @@ void registerBatchNormTrain(OpRegistry& r) {
     return res;
   };
   d.grad = batchNormTrainGrad;
+  d.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};  // the channel axis follows x's tag
   r.add(std::move(d));
 }
 

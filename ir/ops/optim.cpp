@@ -97,6 +97,7 @@ void registerSgd(OpRegistry& r) {
         return ScalarList{p - in[3] * dir, buf};
       });
   d.maxInputs = 5;
+  d.inPlace = {0, 2};  // p' over p, buf' over buf
   r.add(std::move(d));
 }
 
@@ -107,7 +108,7 @@ void registerSgd(OpRegistry& r) {
 //   v' = beta2 * v + (1 - beta2) * g * g
 //   p' = p - (lr / (1 - beta1^step)) * m' / (sqrt(v') / sqrt(1 - beta2^step) + eps)
 void registerAdam(OpRegistry& r) {
-  r.add(updateOp(
+  OpDef& d = r.add(updateOp(
       "adam_update",
       "torch.optim.Adam step (AdamW when decoupled): (p, g, m, v, lr, step) -> (p', m', v')", 6,
       {{"beta1", AttrKind::Float, Attribute(0.9)},
@@ -126,7 +127,11 @@ void registerAdam(OpRegistry& r) {
       [](const OpCall& c, std::span<const Scalar> in) {
         double b1 = c.getFloat("beta1"), b2 = c.getFloat("beta2"), wd = c.getFloat("weight_decay");
         Scalar p = in[0], g = in[1], lr = in[4];
-        Scalar step = cast(in[5], p.type() == DType::F64 ? DType::F64 : DType::F32);
+        // The bias corrections in double, as torch computes them (Python
+        // floats), then rounded: in f32, 1 - beta2^step loses three digits
+        // to cancellation and to beta2's rounding (0.999f), a 1e-5 relative
+        // error in every early step's size.
+        Scalar step = cast(in[5], DType::F64);
         if (c.getBool("decoupled")) {
           if (wd != 0) p = p * (1.0 - lr * wd);
         } else if (wd != 0) {
@@ -134,11 +139,12 @@ void registerAdam(OpRegistry& r) {
         }
         Scalar m = b1 * in[2] + (1.0 - b1) * g;
         Scalar v = b2 * in[3] + (1.0 - b2) * g * g;
-        Scalar correction1 = 1.0 - pow(Scalar::constant(b1, p.type()), step);
-        Scalar correction2 = 1.0 - pow(Scalar::constant(b2, p.type()), step);
+        Scalar correction1 = cast(1.0 - pow(Scalar::constant(b1, DType::F64), step), p.type());
+        Scalar correction2 = cast(1.0 - pow(Scalar::constant(b2, DType::F64), step), p.type());
         Scalar denom = sqrt(v) / sqrt(correction2) + c.getFloat("eps");
         return ScalarList{p - (lr / correction1) * m / denom, m, v};
       }));
+  d.inPlace = {0, 2, 3};  // p', m', v' over p, m, v
 }
 
 }  // namespace

@@ -282,6 +282,7 @@ void registerWindowPoolGrads(OpRegistry& r) {
     return one(c.inputs[1]);
   };
   mg.reference = maxPoolGradReference;
+  mg.layout = {LayoutClass::Native, {}, {0, 1}, {}, {0}, {}};
   r.add(std::move(mg));
 
   OpDef ag = poolOp("avg_pool2d_grad",
@@ -294,6 +295,7 @@ void registerWindowPoolGrads(OpRegistry& r) {
     return one(TensorType(c.inputs[0].dtype, c.getInts("input_shape"), c.inputs[0].layout));
   };
   ag.reference = avgPoolGradReference;
+  ag.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {"input_shape"}};
   r.add(std::move(ag));
 }
 
@@ -305,6 +307,7 @@ void registerWindowPools(OpRegistry& r) {
   mp.infer = poolInfer(true);
   mp.reference = maxPoolReference;
   mp.grad = maxPoolGrad;
+  mp.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};
   r.add(std::move(mp));
 
   OpDef ap = poolOp("avg_pool2d",
@@ -313,6 +316,7 @@ void registerWindowPools(OpRegistry& r) {
   ap.infer = poolInfer(false);
   ap.reference = avgPoolReference;
   ap.grad = avgPoolGrad;
+  ap.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};
   r.add(std::move(ap));
 }
 
@@ -352,6 +356,7 @@ void registerGlobalAvgPool(OpRegistry& r) {
   };
   d.reference = globalAvgPoolReference;
   d.grad = globalAvgPoolGrad;
+  d.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};
   // One row per (n, c): the spatial axes, kept as extent-1 axes.
   d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
     KF_ASSIGN_OR_RETURN(Image x, imageOf(c));

@@ -103,6 +103,7 @@ OpDef& reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom
   d.attrs = {{"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
              {"keepdims", AttrKind::Bool, Attribute(false)}};
   d.fusion = FusionClass::Reduction;
+  d.layout = {LayoutClass::AxisAttrs, {"axes"}, {}, {}, {}, {}};
   bool needsElements = d.name == "reduce_max" || d.name == "reduce_min";
   d.infer = [dom, needsElements](const OpCall& c) -> Expected<std::vector<TensorType>> {
     KF_RETURN_IF_ERROR(dom == Domain::Float ? ops::requireFloat(c, 0) : ops::requireNumeric(c, 0));
@@ -254,6 +255,7 @@ void registerArgmax(OpRegistry& r) {
   d.minInputs = d.maxInputs = 1;
   d.attrs = {{"axis", AttrKind::Int, Attribute(int64_t{-1})}, {"keepdims", AttrKind::Bool, Attribute(false)}};
   d.fusion = FusionClass::Reduction;
+  d.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
     KF_RETURN_IF_ERROR(ops::requireNumeric(c, 0));
     KF_ASSIGN_OR_RETURN(int64_t axis, singleAxis(c));
@@ -314,6 +316,7 @@ OpDef& softmaxOp(OpRegistry& r, std::string name, std::string summary, bool log)
   d.minInputs = d.maxInputs = 1;
   d.attrs = {{"axis", AttrKind::Int, Attribute(int64_t{-1})}};
   d.fusion = FusionClass::Reduction;
+  d.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
     KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
     KF_RETURN_IF_ERROR(singleAxis(c).status());
@@ -356,6 +359,7 @@ OpDef& softmaxGradOp(OpRegistry& r, std::string name, std::string summary, bool 
   d.minInputs = d.maxInputs = 2;
   d.attrs = {{"axis", AttrKind::Int, Attribute(int64_t{-1})}};
   d.fusion = FusionClass::Reduction;
+  d.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
     KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
     if (!(c.inputs[0] == c.inputs[1]))

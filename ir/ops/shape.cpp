@@ -201,13 +201,19 @@ Expected<std::vector<int64_t>> permutation(const OpCall& c) {
   return ops::resolvePermutation(c.getInts("perm"), c.inputs[0]);
 }
 
+// The result is tagged `layout`: a layout change (NCHW -> NHWC) is a
+// transpose whose result says what its axes now mean.
 Results inferTranspose(const OpCall& c) {
   KF_ASSIGN_OR_RETURN(auto perm, permutation(c));
   const TensorType& x = c.inputs[0];
   Shape shape;
   for (int64_t p : perm) shape.push_back(x.shape[p]);
   KF_RETURN_IF_ERROR(checkShapeBounds(shape, "result shape"));
-  return one(TensorType(x.dtype, shape));
+  auto layout = parseLayout(c.getString("layout"));
+  if (!layout) return Error(str("attribute layout = \"", c.getString("layout"), "\" is not a layout"));
+  if (!layoutFitsRank(*layout, shape.size()))
+    return Error(str("attribute layout = \"", c.getString("layout"), "\" needs a rank-4 result, got ", formatDims(shape)));
+  return one(TensorType(x.dtype, shape, *layout));
 }
 
 // out[i0, ..., in] = x[j] where j[perm[i]] = idx[i].
@@ -253,7 +259,8 @@ std::vector<Value*> transposeGrad(GradBuilder& b, const Node& n, std::span<Value
   }
   std::vector<int64_t> inverse(perm->size());
   for (size_t i = 0; i < perm->size(); ++i) inverse[static_cast<size_t>((*perm)[i])] = static_cast<int64_t>(i);
-  return {b.op("transpose", {dy[0]}, {{"perm", Attribute(inverse)}})};
+  return {b.op("transpose", {dy[0]},
+               {{"perm", Attribute(inverse)}, {"layout", std::string(layoutName(n.operand(0)->type().layout))}})};
 }
 
 // out[i] = in[perm[i]]: operand axis perm[i] follows result axis i.
@@ -277,8 +284,12 @@ Expected<std::vector<AxisMap>> broadcastMap(const OpCall& c, const Shape& result
 
 void registerPermutes(OpRegistry& r) {
   OpDef& transpose =
-      r.add(shapeOp("transpose", "permutes axes: out.shape[i] = in.shape[perm[i]] (default: reverse them)",
-                    {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})}}, inferTranspose, referenceTranspose));
+      r.add(shapeOp("transpose",
+                    "permutes axes: out.shape[i] = in.shape[perm[i]] (default: reverse them); the result is tagged "
+                    "`layout`",
+                    {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
+                     {"layout", AttrKind::String, Attribute("plain")}},
+                    inferTranspose, referenceTranspose));
   transpose.grad = transposeGrad;
   transpose.affine = transposeMap;
   OpDef& expand = r.add(shapeOp("expand", "broadcasts to the NumPy broadcast of the input shape and `shape` (ONNX Expand)",
@@ -407,11 +418,13 @@ void registerConcatSplit(OpRegistry& r) {
                          {{"axis", AttrKind::Int, std::nullopt}}, inferConcat, referenceConcat);
   concat.maxInputs = -1;
   concat.grad = concatGrad;
+  concat.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
   r.add(std::move(concat));
-  r.add(shapeOp("split", "cuts `axis` into consecutive pieces of the given sizes, one result each",
-                {{"axis", AttrKind::Int, Attribute(int64_t{0})}, {"sizes", AttrKind::Ints, std::nullopt}},
-                inferSplit, referenceSplit))
-      .grad = splitGrad;
+  OpDef& split = r.add(shapeOp("split", "cuts `axis` into consecutive pieces of the given sizes, one result each",
+                               {{"axis", AttrKind::Int, Attribute(int64_t{0})}, {"sizes", AttrKind::Ints, std::nullopt}},
+                               inferSplit, referenceSplit));
+  split.grad = splitGrad;
+  split.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
 }
 
 // ------------------------------------------------------------ shape_of

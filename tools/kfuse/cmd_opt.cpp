@@ -9,6 +9,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/support/file_io.h"
+#include "passes/layout_cost.h"
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 #include "tools/kfuse/commands.h"
@@ -27,13 +28,15 @@ struct OptArgs {
   bool splitInputFile = false;
   std::string dot, dotFunction;
   bool printKernels = false;
+  std::string layout;  // --layout: mode of a `layout` pass without mode=
+  bool noInplace = false;
 };
 
 // Every function's plan (its launches: kernel bundles, library calls with
 // their epilogues, reference ops) and its kernels as kernel IR.
-Status printKernels(const Module& m) {
+Status printKernels(const Module& m, bool inplace) {
   for (const auto& f : m.functions()) {
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f, PlanOptions{inplace}));
     size_t launches = plan.launches();
     std::cout << "// ----- kernels of @" << f->name() << ": " << launches << (launches == 1 ? " launch" : " launches")
               << " -----\n";
@@ -64,6 +67,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   ctx.diag = &diag;
   ctx.remarks = a.remarks;
   ctx.canFormLaunch = kernel::checkGroup;
+  ctx.layoutMode = a.layout;
   Status s = pm.run(**module, ctx);
   if (!s) return reportError("opt", s.error());
   for (const auto& r : diag.remarks()) std::cerr << "remark: [" << r.pass << "] " << r.message << "\n";
@@ -75,7 +79,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
     if (auto w = writeFileAtomically(a.dot, cli::toDot(*f)); !w) return reportError("opt", w.error());
   }
   if (a.printKernels) {
-    if (auto s = printKernels(**module); !s) return reportError("opt", s.error());
+    if (auto s = printKernels(**module, !a.noInplace); !s) return reportError("opt", s.error());
   } else if (!a.output.empty()) {
     if (auto w = writeModuleFile(**module, a.output); !w) return reportError("opt", w.error());
   } else if (!instrumentedPrint) {
@@ -119,6 +123,8 @@ int runSplit(const OptArgs& a) {
 int runOpt(const OptArgs& a) {
   // Check the flags before reading any input.
   if (auto p = parsePipeline(a.passes); !p) return reportError("opt", p.error());
+  if (!a.layout.empty())
+    if (auto m = parseLayoutMode(a.layout); !m) return reportError("opt", m.error());
   if (a.splitInputFile) return runSplit(a);
   return optimizeModule(a, loadModel(a.input));
 }
@@ -138,6 +144,9 @@ Action addOptCommand(CLI::App& app) {
   cmd->add_option("--dot-function", a->dotFunction, "The function --dot draws (default: the first)");
   cmd->add_flag("--print-kernels", a->printKernels,
                 "Print the kernel IR of every function's plan instead of the module");
+  cmd->add_flag("--no-inplace", a->noInplace, "With --print-kernels: plan without in-place rewriting");
+  cmd->add_option("--layout", a->layout,
+                  "Mode of the layout pass (auto, nchw, nhwc) where the pipeline gives it none");
   cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");
   return [a] { return runOpt(*a); };
 }

@@ -30,6 +30,8 @@ struct RunArgs {
   std::string function;
   std::string target = defaultTarget();
   bool noFuse = false;
+  std::string layout = "auto";
+  bool noInplace = false, poison = false;
   InstrumentationFlags instr;
 };
 
@@ -123,9 +125,12 @@ int runRun(const RunArgs& a) {
   if (format != "npy" && format != "pb")
     return reportError("run", Error(str("--output-format must be npy or pb, got '", format, "'")));
   if (Status v = a.instr.validate(); !v) return reportError("run", v.error());
-  auto backend = backendFor(a.target, !a.noFuse);
+  auto backend = backendFor(a.target, !a.noFuse, a.layout);
   if (!backend) return reportError("run", backend.error());
-  auto executor = createExecutor(a.target);
+  ExecutionOptions exec;
+  exec.inplace = !a.noInplace;
+  exec.poison = a.poison;
+  auto executor = createExecutor(a.target, exec);
   if (!executor) return reportError("run", executor.error());
   auto module = loadModel(a.model, opts);
   if (!module) return reportError("run", module.error());
@@ -180,6 +185,10 @@ Action addRunCommand(CLI::App& app) {
   cmd->add_option("--function", a->function, "Function to run (default: the first)");
   cmd->add_option("--target", a->target, str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
   cmd->add_flag("--no-fuse", a->noFuse, "Compile without the fusion pass: one launch per op");
+  cmd->add_option("--layout", a->layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
+  cmd->add_flag("--no-inplace", a->noInplace, "Never let a step write its output over an input");
+  cmd->add_flag("--poison", a->poison,
+                "Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends");
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runRun(*a); };
 }

@@ -12,37 +12,19 @@
 #include "runtime/trainer.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/model_loader.h"
+#include "tools/kfuse/plan_args.h"
 
 namespace kfuse::cli {
 namespace {
 
-struct StatsArgs {
-  std::string model, target = "cpu", loss = "cross_entropy", optimizer = "adam";
-  bool train = false, json = false;
+struct StatsArgs : PlanModelArgs {
   int64_t batch = 0;
 };
 
 // The plan of the model's inference forward, or of its training step.
 Expected<PlanStats> statsOf(const StatsArgs& a, bool fuse) {
-  KF_ASSIGN_OR_RETURN(auto model, loadModel(a.model));
-  if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
-  Graph& forward = *model->functions().front();
-  if (a.batch > 0) KF_RETURN_IF_ERROR(specializeBatch(forward, a.batch));
-  if (!a.train) {
-    KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, fuse));
-    KF_RETURN_IF_ERROR(prepareModule(*model, backend));
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(forward));
-    return planStats(plan);
-  }
-  TrainerOptions o;
-  o.target = a.target;
-  o.fuse = fuse;
-  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
-  KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
-  KF_ASSIGN_OR_RETURN(auto trainer, Trainer::create(std::move(model), o));
-  const Plan* plan = trainer->trainPlan();
-  if (!plan) return Error(str("target '", a.target, "' runs no plan (use cpu)"));
-  return planStats(*plan);
+  KF_ASSIGN_OR_RETURN(CompiledPlan c, compileModelPlan(a, a.batch, fuse));
+  return planStats(c.plan);
 }
 
 std::string mb(uint64_t bytes) {
@@ -110,13 +92,8 @@ int runStats(const StatsArgs& a) {
 Action addStatsCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("stats", "Launches and bytes moved per phase, without fusion and with it");
   auto a = std::make_shared<StatsArgs>();
-  cmd->add_option("model", a->model, "Model (.kir or .onnx)")->required();
-  cmd->add_flag("--train", a->train, "Count a whole training step (forward, loss, backward, optimizer)");
-  cmd->add_option("--loss", a->loss, "Loss of the training step: cross_entropy or mse");
-  cmd->add_option("--optimizer", a->optimizer, "Optimizer of the training step: sgd, adam or adamw");
-  cmd->add_option("--target", a->target, "Target whose plan is counted: cpu");
+  addPlanModelOptions(cmd, *a, "is counted");
   cmd->add_option("--batch", a->batch, "Re-type the model for this batch size first");
-  cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] { return runStats(*a); };
 }
 

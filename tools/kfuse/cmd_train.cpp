@@ -27,9 +27,10 @@ struct TrainArgs {
   bool nesterov = false;
   std::vector<double> betas{0.9, 0.999};
   int64_t epochs = 1, batch = 0;
-  bool noShuffle = false, allowNaN = false, noFuse = false;
+  bool noShuffle = false, allowNaN = false, noFuse = false, noInplace = false, poison = false;
   uint64_t seed = 0;
   std::string initWeights, saveWeights, logJson, target = defaultTarget();
+  std::string layout = "auto";
   std::vector<std::string> shapes;
   InstrumentationFlags instr;
 };
@@ -58,7 +59,10 @@ Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   opt.beta2 = a.betas[1];
   opt.eps = a.eps;
   o.target = a.target;
+  o.execution.inplace = !a.noInplace;
+  o.execution.poison = a.poison;
   o.fuse = !a.noFuse;
+  o.layout = a.layout;
   o.instrumentation = a.instr.toInstrumentation();
   o.stopOnNonFinite = !a.allowNaN;
   return o;
@@ -211,6 +215,11 @@ Action addTrainCommand(CLI::App& app) {
   cmd->add_option("--target", a->target,
                   str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
   cmd->add_flag("--no-fuse", a->noFuse, "Compile the step without the fusion pass: one launch per op");
+  cmd->add_option("--layout", a->layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
+  cmd->add_flag("--no-inplace", a->noInplace,
+                "Never let a step write its output over an input (optimizer updates included)");
+  cmd->add_flag("--poison", a->poison,
+                "Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");
   addInstrumentationFlags(cmd, a->instr);

@@ -18,6 +18,7 @@ Action addRunCommand(CLI::App& app);
 Action addOpsCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
 Action addStatsCommand(CLI::App& app);
+Action addMemoryCommand(CLI::App& app);
 #if KFUSE_WITH_ONNX
 Action addImportCommand(CLI::App& app);
 Action addTestOnnxCommand(CLI::App& app);

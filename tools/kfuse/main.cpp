@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(kfuse::cli::addOpsCommand);
   add(kfuse::cli::addTrainCommand);
   add(kfuse::cli::addStatsCommand);
+  add(kfuse::cli::addMemoryCommand);
 #if KFUSE_WITH_ONNX
   add(kfuse::cli::addImportCommand);
   add(kfuse::cli::addTestOnnxCommand);

@@ -1,0 +1,157 @@
+// Measures conv2d on the CPU (runtime/cpu_conv: im2col + BLAS GEMM) in each
+// activation / filter layout, over the convolutions of ResNet-18 (64x64
+// input) and the test CNN, and fits the CPU layout cost model that
+// codegen/backend.cpp gives layout selection (docs/layout.md).
+//
+//   conv_layout_bench [--reps N] [--fit]
+//
+// Prints one line per shape and layout (best of N runs, milliseconds), then
+// with --fit the coefficient of the cost model's form
+//   seconds = macs * a                            (per layout pair)
+// and a transpose's seconds per byte moved.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <cmath>
+#include <vector>
+
+#include "runtime/cpu_conv.h"
+
+namespace {
+
+using kfuse::ConvSpec;
+
+struct Shape {
+  const char* name;
+  int64_t n, c, h, w, o, k, stride, pad, groups, dil;
+};
+
+// ResNet-18's convolutions at 64x64 (batch 1 and 8) and the CNN test model's.
+std::vector<Shape> shapes() {
+  std::vector<Shape> s;
+  for (int64_t n : {1, 8}) {
+    s.push_back({"r18.conv1", n, 3, 64, 64, 64, 7, 2, 3, 1, 1});
+    s.push_back({"r18.l1", n, 64, 16, 16, 64, 3, 1, 1, 1, 1});
+    s.push_back({"r18.l2.down", n, 64, 16, 16, 128, 3, 2, 1, 1, 1});
+    s.push_back({"r18.l2", n, 128, 8, 8, 128, 3, 1, 1, 1, 1});
+    s.push_back({"r18.l2.ds", n, 64, 16, 16, 128, 1, 2, 0, 1, 1});
+    s.push_back({"r18.l3", n, 256, 4, 4, 256, 3, 1, 1, 1, 1});
+    s.push_back({"r18.l4", n, 512, 2, 2, 512, 3, 1, 1, 1, 1});
+  }
+  s.push_back({"cnn.conv1", 2, 3, 16, 16, 8, 3, 1, 1, 1, 1});
+  s.push_back({"cnn.conv2", 2, 8, 8, 8, 16, 3, 2, 1, 2, 1});
+  s.push_back({"cnn.conv3", 2, 16, 4, 4, 16, 3, 1, 2, 1, 2});
+  return s;
+}
+
+ConvSpec spec(const Shape& s, bool last, bool filterLast) {
+  ConvSpec c;
+  c.n = s.n;
+  c.c = s.c;
+  c.h = s.h;
+  c.wd = s.w;
+  c.o = s.o;
+  c.kh = c.kw = s.k;
+  c.groups = s.groups;
+  c.strideH = c.strideW = s.stride;
+  c.padTop = c.padLeft = s.pad;
+  c.dilH = c.dilW = s.dil;
+  int64_t span = s.dil * (s.k - 1) + 1;
+  c.oh = (s.h + 2 * s.pad - span) / s.stride + 1;
+  c.ow = (s.w + 2 * s.pad - span) / s.stride + 1;
+  c.channelsLast = last;
+  c.filterLast = filterLast;
+  return c;
+}
+
+double seconds(const ConvSpec& c, int reps) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(static_cast<size_t>(c.n * c.c * c.h * c.wd)), w(static_cast<size_t>(c.o * c.c / c.groups * c.kh * c.kw)),
+      y(static_cast<size_t>(c.n * c.o * c.oh * c.ow)),
+      col(static_cast<size_t>(c.c / c.groups * c.kh * c.kw * c.oh * c.ow));
+  for (float& v : x) v = u(rng);
+  for (float& v : w) v = u(rng);
+  auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    kfuse::runConv2d(c, kfuse::DType::F32, bytes(x), bytes(w), nullptr, bytes(y), bytes(col));
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// NCHW -> NHWC of an f32 image with the loop nest a generated transpose
+// kernel has (one read, one write per element): seconds per byte moved.
+double transposeSecondsPerByte(int64_t n, int64_t c, int64_t hw, int reps) {
+  std::vector<float> x(static_cast<size_t>(n * c * hw)), y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t p = 0; p < hw; ++p)
+        for (int64_t ch = 0; ch < c; ++ch) y[static_cast<size_t>((b * hw + p) * c + ch)] = x[static_cast<size_t>((b * c + ch) * hw + p)];
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  volatile float sink = y[y.size() / 2];
+  (void)sink;
+  return best / static_cast<double>(2 * x.size() * sizeof(float));
+}
+
+// The cost model's form: seconds = macs * a per layout pair, with a the
+// measured total time over the total multiply-adds of the shapes (the
+// weighted mean, so the large convolutions that dominate a model decide).
+// A second term for the im2col traffic fitted to negative values on these
+// shapes (noise dominates it), so the model leaves it out.
+void fit(const char* label, const std::vector<double>& macs, const std::vector<double>& t) {
+  double tm = 0, tt = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    tm += macs[i];
+    tt += t[i];
+  }
+  double a = tt / tm;
+  std::printf("fit %-10s a = %.4g s/MAC (%.2f GMAC/s)\n", label, a, 1e-9 / a);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  bool doFit = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--fit")) doFit = true;
+  }
+  const char* labels[4] = {"nchw/oihw", "nchw/ohwi", "nhwc/oihw", "nhwc/ohwi"};
+  std::vector<double> macs, t[4];
+  std::printf("%-12s %2s %4s %4s %4s %2s  %9s %9s %9s %9s  (ms, best of %d)\n", "conv", "n", "c", "hw", "o", "k",
+              labels[0], labels[1], labels[2], labels[3], reps);
+  for (const Shape& s : shapes()) {
+    std::printf("%-12s %2lld %4lld %4lld %4lld %2lld ", s.name, (long long)s.n, (long long)s.c, (long long)s.h,
+                (long long)s.o, (long long)s.k);
+    ConvSpec c0 = spec(s, false, false);
+    macs.push_back(static_cast<double>(c0.n * c0.o * c0.oh * c0.ow * (c0.c / c0.groups) * c0.kh * c0.kw));
+    for (int l = 0; l < 4; ++l) {
+      double sec = seconds(spec(s, l >= 2, l % 2 == 1), reps);
+      t[l].push_back(sec);
+      std::printf(" %9.4f", sec * 1e3);
+    }
+    std::printf("\n");
+  }
+  double total[4] = {0, 0, 0, 0};
+  for (int l = 0; l < 4; ++l)
+    for (double v : t[l]) total[l] += v;
+  std::printf("total ms:    %9.3f %9.3f %9.3f %9.3f\n", total[0] * 1e3, total[1] * 1e3, total[2] * 1e3, total[3] * 1e3);
+  if (doFit)
+    for (int l = 0; l < 4; ++l) fit(labels[l], macs, t[l]);
+  for (auto [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 32 * 32}, {8, 64, 32 * 32}, {2, 16, 8 * 8}})
+    std::printf("transpose nchw->nhwc [%lld,%lld,%lld]: %.3g s/byte (%.2f GB/s)\n", (long long)n, (long long)c,
+                (long long)hw, transposeSecondsPerByte(n, c, hw, reps), 1e-9 / transposeSecondsPerByte(n, c, hw, reps));
+  return 0;
+}

@@ -1,0 +1,94 @@
+#include "codegen/plan/memory_report.h"
+
+#include <set>
+
+#include "codegen/plan/buffer_plan.h"
+#include "ir/support/strings.h"
+
+namespace kfuse {
+namespace {
+
+// The step writing each buffer (-1: none), from what each step writes.
+std::vector<int> writers(const Plan& p) {
+  std::vector<int> w(p.buffers.size(), -1);
+  auto wrote = [&](int b, size_t s) {
+    if (b >= 0 && w[static_cast<size_t>(b)] < 0) w[static_cast<size_t>(b)] = static_cast<int>(s);
+  };
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const Step& st = p.steps[s];
+    if (st.kind == StepKind::Gemm) wrote(st.gemm.c, s);
+    if (st.kind == StepKind::Conv) wrote(st.conv.y, s);
+    for (int b : st.outputs) wrote(b, s);
+    for (size_t k = 0; k < st.kernels.size(); ++k) {
+      const kernel::Kernel& K = p.kernels[static_cast<size_t>(st.kernels[k])];
+      for (size_t i = 0; i < K.buffers.size(); ++i)
+        if (K.buffers[i].output) wrote(st.kernelBuffers[k][i], s);
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable) {
+  MemoryReport r;
+  std::vector<int> writer = writers(p);
+  int end = static_cast<int>(p.steps.size());
+  auto phaseAt = [&](int s) { return s >= 0 && s < end ? p.steps[static_cast<size_t>(s)].phase : Phase::Forward; };
+  // Parameters updated after the forward (by the optimizer, whose updates
+  // may fuse into backward launches; running statistics update in the
+  // forward), and the steps writing updates.
+  std::set<std::string> optimized;
+  std::set<std::pair<int, uint64_t>> updateSteps;  // (step, bytes of a parameter it updates)
+  for (const auto& [param, b] : p.updates) {
+    int v = b;
+    while (writer[static_cast<size_t>(v)] < 0 && p.buffers[static_cast<size_t>(v)].kind == BufferKind::Alias &&
+           !p.buffers[static_cast<size_t>(v)].inPlace)
+      v = p.buffers[static_cast<size_t>(v)].aliasOf;
+    int s = writer[static_cast<size_t>(v)];
+    if (s < 0) continue;
+    updateSteps.emplace(s, p.buffers[static_cast<size_t>(b)].type.byteSize());
+    if (phaseAt(s) != Phase::Forward) optimized.insert(param);
+  }
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const PlanBuffer& b = p.buffers[i];
+    uint64_t bytes = b.type.byteSize();
+    switch (b.kind) {
+      case BufferKind::Param:
+        if (trainable.count(b.param)) r.parameters += bytes;
+        else if (optimized.count(b.param)) r.optimizerState += bytes;
+        else r.otherBuffers += bytes;
+        break;
+      case BufferKind::Constant: r.constants += bytes; break;
+      case BufferKind::Input: r.inputs += bytes; break;
+      case BufferKind::Temp: {
+        bool lastReadBefore = b.lastUse >= 0 && b.lastUse < end;
+        Phase born = phaseAt(b.firstUse), dies = phaseAt(b.lastUse);
+        if (b.workspace) r.workspace += bytes;
+        else if (born != Phase::Forward && lastReadBefore && updateSteps.count({b.lastUse, bytes})) r.gradients += bytes;
+        else if (born == Phase::Forward && lastReadBefore && (dies == Phase::Loss || dies == Phase::Backward))
+          r.savedActivations += bytes;
+        else r.temporaries += bytes;
+        break;
+      }
+      case BufferKind::Alias:
+        if (b.inPlace) {
+          const PlanBuffer& over = p.buffers[static_cast<size_t>(b.aliasOf)];
+          int s = writer[i];
+          r.inPlace.push_back(str("b", i, " ", b.name, " over b", b.aliasOf, " ", over.name,
+                                  over.kind == BufferKind::Param ? str(" (@", over.param, ")") : std::string(),
+                                  s >= 0 ? str(" at step ", s, " ", p.steps[static_cast<size_t>(s)].name) : std::string()));
+        }
+        break;
+    }
+    if (b.kind != BufferKind::Temp && b.kind != BufferKind::Alias) r.predictedPeak += alignedBytes(bytes);
+  }
+  ArenaBounds bounds = arenaBounds(p);
+  r.arena = p.arenaBytes;
+  r.noReuse = bounds.noReuse;
+  r.lowerBound = bounds.lowerBound;
+  r.predictedPeak += r.arena;
+  return r;
+}
+
+}  // namespace kfuse

@@ -1,0 +1,49 @@
+// Where a plan's device memory goes (kfuse memory): the resident region by
+// what it holds, the arena's buffers by role, the arena against its bounds,
+// and the predicted peak: exactly what a device allocates to run the plan.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/plan.h"
+
+namespace kfuse {
+
+struct MemoryReport {
+  // Resident region, bytes of the buffers themselves.
+  uint64_t parameters = 0;      // trainable parameters
+  uint64_t optimizerState = 0;  // non-trainable parameters updated after the forward
+  uint64_t otherBuffers = 0;    // other non-trainable parameters (running statistics)
+  uint64_t constants = 0;
+  uint64_t inputs = 0;
+  // Arena buffers by role, each counted once (their sum is the no-reuse
+  // total before alignment): a Temp written after the forward and last read
+  // by a step writing the update of a parameter of its size is a gradient
+  // (gradients fused into their update kernel have no buffer); one written in the forward
+  // phase and last read by the loss or the backward is an activation saved
+  // for backward; convolution patch matrices are workspace; the rest are
+  // temporaries.
+  uint64_t gradients = 0;
+  uint64_t savedActivations = 0;
+  uint64_t temporaries = 0;
+  uint64_t workspace = 0;
+  // The arena (aligned bytes): its size and its bounds (buffer_plan.h).
+  uint64_t arena = 0;
+  uint64_t noReuse = 0;
+  uint64_t lowerBound = 0;
+  // Every allocation a device makes: each resident buffer aligned, plus the
+  // arena.
+  uint64_t predictedPeak = 0;
+  // One line per output written over an input.
+  std::vector<std::string> inPlace;
+
+  double arenaOverLowerBound() const {
+    return lowerBound ? static_cast<double>(arena) / static_cast<double>(lowerBound) : 1.0;
+  }
+};
+
+MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable);
+
+}  // namespace kfuse

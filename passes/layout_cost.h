@@ -1,0 +1,43 @@
+// The cost model layout selection (passes/layout.cpp) decides with: how long
+// a convolution takes in each activation / filter layout on a target, and
+// what a transpose costs per byte. Numbers are measured, per target
+// (bench/conv_layout_bench, docs/layout.md), never guessed: a target without
+// measurements has no model, and `auto` then keeps every layout as it is.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "ir/support/expected.h"
+
+namespace kfuse {
+
+enum class LayoutMode : uint8_t { Auto, NCHW, NHWC };
+// "auto", "nchw" or "nhwc"; an Error names the three.
+Expected<LayoutMode> parseLayoutMode(std::string_view s);
+std::string_view layoutModeName(LayoutMode m);
+
+// One convolution's work in logical (NCHW / OIHW) terms.
+struct ConvWork {
+  int64_t n = 0, c = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1;
+  double macs() const {
+    return static_cast<double>(n) * static_cast<double>(o) * static_cast<double>(oh * ow) *
+           static_cast<double>(c / groups) * static_cast<double>(kh * kw);
+  }
+};
+
+struct LayoutCostModel {
+  std::string_view target;
+  // Seconds per multiply-add, [activation NHWC][filter OHWI].
+  double macSeconds[2][2] = {{0, 0}, {0, 0}};
+  // Seconds per byte a transpose moves (each element read once and written once).
+  double transposeByteSeconds = 0;
+
+  double convSeconds(const ConvWork& w, bool nhwc, bool ohwi) const { return w.macs() * macSeconds[nhwc][ohwi]; }
+  double transposeSeconds(double bytes) const { return 2 * bytes * transposeByteSeconds; }
+};
+
+// The measured model of `target`, or null when none was measured.
+const LayoutCostModel* layoutCostModelFor(std::string_view target);
+
+}  // namespace kfuse

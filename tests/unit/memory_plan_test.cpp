@@ -1,0 +1,288 @@
+// Buffer planning, in-place rewriting and the memory report: the verifier
+// rejects overlapping buffers, the packer's arenas on known lifetimes, and on
+// real training steps the predicted peak equals what the CPU runner
+// allocates, byte for byte; in-place and poisoned runs give the results of
+// plain ones.
+#include <cmath>
+#include <random>
+
+#include "codegen/backend.h"
+#include "codegen/plan/buffer_plan.h"
+#include "codegen/plan/memory_report.h"
+#include "codegen/plan/plan_builder.h"
+#include "frontend/trace/trace.h"
+#include "ir/parser.h"
+#include "runtime/cpu_runner.h"
+#include "runtime/trainer.h"
+#include "tests/unit/test_util.h"
+
+namespace kfuse {
+namespace {
+
+// A plan of `lifetimes.size()` f32 Temps of the given element counts, each
+// touched by one reference step per step of its lifetime; only what buffer
+// planning reads is filled in.
+Plan lifetimePlan(const std::vector<std::pair<int, int>>& lifetimes, const std::vector<int64_t>& elements) {
+  Plan p;
+  p.function = "test";
+  int steps = 0;
+  for (auto [first, last] : lifetimes) steps = std::max(steps, last + 1);
+  p.steps.resize(static_cast<size_t>(steps));
+  for (Step& s : p.steps) s.kind = StepKind::Reference;
+  for (size_t i = 0; i < lifetimes.size(); ++i) {
+    PlanBuffer b;
+    b.name = str("%t", i);
+    b.type = TensorType(DType::F32, {elements[i]});
+    p.buffers.push_back(b);
+    for (int s = lifetimes[i].first; s <= lifetimes[i].second; ++s)
+      p.steps[static_cast<size_t>(s)].outputs.push_back(static_cast<int>(i));
+  }
+  return p;
+}
+
+TEST(BufferPlan, VerifierRejectsOverlappingLiveBuffers) {
+  // t0 lives over steps 0..1, t1 over 1..2: both alive at step 1.
+  Plan p = lifetimePlan({{0, 1}, {1, 2}}, {64, 64});
+  computeLifetimes(p);
+  p.buffers[0].offset = 0;
+  p.buffers[1].offset = 0;  // deliberately on top of t0
+  p.arenaBytes = 256;
+  Status s = verifyBufferPlan(p);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("b0 (%t0) [0, 256) live 0..1 and b1 (%t1) [0, 256) live 1..2 overlap"),
+            std::string::npos)
+      << s.error().message();
+  // Misaligned and out of the arena are reported too.
+  p.buffers[1].offset = 128;
+  s = verifyBufferPlan(p);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("not 256-byte aligned"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("ends past its region of 256 bytes"), std::string::npos);
+  // Apart, they are fine.
+  p.buffers[1].offset = 256;
+  p.arenaBytes = 512;
+  EXPECT_TRUE(verifyBufferPlan(p));
+}
+
+TEST(BufferPlan, BuffersWithDisjointLifetimesShareBytes) {
+  // A chain: each buffer dies where the next is born, so at most two are
+  // alive; the arena needs two slots of 1 KiB (256 floats each).
+  Plan p = lifetimePlan({{0, 1}, {1, 2}, {2, 3}, {3, 4}}, {256, 256, 256, 256});
+  auto r = planBuffers(p);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(p.arenaBytes, 2048u);
+  ArenaBounds b = arenaBounds(p);
+  EXPECT_EQ(b.lowerBound, 2048u);
+  EXPECT_EQ(b.noReuse, 4096u);
+  EXPECT_EQ(p.buffers[0].offset, p.buffers[2].offset);
+  EXPECT_EQ(p.buffers[1].offset, p.buffers[3].offset);
+}
+
+TEST(BufferPlan, BestOrderWins) {
+  // Sizes 4, 2, 2 (KiB) with lifetimes [0,1], [0,0], [1,1] and 2 KiB at [2,2]:
+  // the lower bound is 6 KiB and the packer must reach it.
+  Plan p = lifetimePlan({{0, 1}, {0, 0}, {1, 1}, {2, 2}}, {1024, 512, 512, 512});
+  auto r = planBuffers(p);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(p.arenaBytes, 6144u);
+  EXPECT_EQ(r->sizes.size(), 4u);
+  for (uint64_t s : r->sizes) EXPECT_GE(s, p.arenaBytes);
+}
+
+TEST(BufferPlan, RandomLifetimesPackWithinBoundsAndVerify) {
+  std::mt19937 rng(12345);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<std::pair<int, int>> lifetimes;
+    std::vector<int64_t> elements;
+    for (int i = 0; i < 60; ++i) {
+      int first = static_cast<int>(rng() % 40), len = static_cast<int>(rng() % 8);
+      lifetimes.emplace_back(first, first + len);
+      elements.push_back(1 + static_cast<int64_t>(rng() % 5000));
+    }
+    Plan p = lifetimePlan(lifetimes, elements);
+    auto r = planBuffers(p);  // runs the verifier
+    ASSERT_TRUE(r) << r.error().message();
+    ArenaBounds b = arenaBounds(p);
+    EXPECT_GE(p.arenaBytes, b.lowerBound);
+    EXPECT_LE(p.arenaBytes, b.noReuse);
+    EXPECT_EQ(p.arenaBytes, *std::min_element(r->sizes.begin(), r->sizes.end()));
+  }
+}
+
+// Poisoning must turn a read past a buffer's recorded lifetime into NaN:
+// shorten one lifetime by hand and the poisoned run's result goes wrong
+// while the plain run's stays right.
+TEST(Poisoning, ReadAfterRecordedLifetimeGivesNaN) {
+  auto m = parseModule(R"(module @m {
+  func @f(%x: f32[4]) -> (f32[4]) {
+    %a = exp %x : f32[4]
+    %b = log %a : f32[4]
+    %c = add %b, %a : f32[4]
+    return %c
+  }
+})",
+                       "poison.kir", {});
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  auto plan = buildPlan(g, {.inplace = false});
+  ASSERT_TRUE(plan) << plan.error().message();
+  // %a (b1) is read by steps 1 and 2; claim it dies at step 1.
+  ASSERT_EQ(plan->buffers[1].name, "%a");
+  ASSERT_EQ(plan->buffers[1].lastUse, 2);
+  plan->buffers[1].lastUse = 1;
+  auto shared = std::make_shared<const Plan>(*plan);
+  Tensor x(TensorType(DType::F32, {4}));
+  for (int64_t i = 0; i < 4; ++i) x.set(i, 0.5 * static_cast<double>(i));
+  CpuRunner plain(shared, {}, {.poison = false}), poisoned(shared, {}, {.poison = true});
+  auto good = plain.run(**m, {x});
+  auto bad = poisoned.run(**m, {x});
+  ASSERT_TRUE(good && bad);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(good->outputs[0].at(i), 0.5 * static_cast<double>(i) + std::exp(0.5 * static_cast<double>(i)), 1e-5);
+    EXPECT_TRUE(std::isnan(bad->outputs[0].at(i))) << i;
+  }
+}
+
+struct SpiralMlp : nn::Module {
+  SpiralMlp() : Module("SpiralMlp") {
+    fc1 = registerModule("fc1", std::make_shared<nn::Linear>(2, 64));
+    fc2 = registerModule("fc2", std::make_shared<nn::Linear>(64, 64));
+    fc3 = registerModule("fc3", std::make_shared<nn::Linear>(64, 3));
+  }
+  trace::Tensor forward(const trace::Tensor& x) override {
+    return fc3->forward(trace::relu(fc2->forward(trace::relu(fc1->forward(x)))));
+  }
+  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
+};
+
+struct SmallCnn : nn::Module {
+  SmallCnn() : Module("SmallCnn") {
+    conv1 = registerModule("conv1", std::make_shared<nn::Conv2d>(3, 8, 3, nn::Conv2dOptions{.padding = 1}));
+    bn1 = registerModule("bn1", std::make_shared<nn::BatchNorm2d>(8));
+    conv2 = registerModule("conv2", std::make_shared<nn::Conv2d>(8, 16, 3, nn::Conv2dOptions{.padding = 1}));
+    pool = registerModule("pool", std::make_shared<nn::AdaptiveAvgPool2d>(1));
+    flatten = registerModule("flatten", std::make_shared<nn::Flatten>());
+    head = registerModule("head", std::make_shared<nn::Linear>(16, 4));
+  }
+  trace::Tensor forward(const trace::Tensor& x) override {
+    trace::Tensor h = trace::relu(bn1->forward(conv1->forward(x)));
+    return head->forward(flatten->forward(pool->forward(trace::relu(conv2->forward(h)))));
+  }
+  std::shared_ptr<nn::Conv2d> conv1, conv2;
+  std::shared_ptr<nn::BatchNorm2d> bn1;
+  std::shared_ptr<nn::AdaptiveAvgPool2d> pool;
+  std::shared_ptr<nn::Flatten> flatten;
+  std::shared_ptr<nn::Linear> head;
+};
+
+Tensor ramp(const TensorType& t, double scale) {
+  Tensor x(t);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, scale * (static_cast<double>((i * 37) % 101) / 101.0 - 0.5));
+  return x;
+}
+
+Tensor labels(int64_t n, int64_t classes) {
+  Tensor y(TensorType(DType::I64, {n}));
+  for (int64_t i = 0; i < n; ++i) y.as<int64_t>()[i] = i % classes;
+  return y;
+}
+
+std::unique_ptr<Trainer> makeTrainer(nn::Module& model, const TensorType& input, ExecutionOptions exec) {
+  nn::manualSeed(0);
+  model.train();
+  auto traced = nn::trace(model, input);
+  EXPECT_TRUE(traced) << traced.error().message();
+  TrainerOptions o;
+  o.target = "cpu";
+  o.training.optimizer.kind = OptimizerKind::Adam;
+  o.execution = exec;
+  auto t = Trainer::create(std::move(*traced), o);
+  EXPECT_TRUE(t) << t.error().message();
+  return std::move(*t);
+}
+
+std::set<std::string> trainableOf(const Module& m) {
+  std::set<std::string> out;
+  for (const auto& p : m.params())
+    if (p->trainable) out.insert(p->name);
+  return out;
+}
+
+// Runs two steps and checks that the runner's allocations are the report's
+// predicted peak, exactly; returns the losses.
+std::vector<double> stepTwiceCheckingMemory(Trainer& t, const Tensor& x, const Tensor& y) {
+  std::vector<double> losses;
+  for (int i = 0; i < 2; ++i) {
+    auto loss = t.step({x}, y, 0.01);
+    EXPECT_TRUE(loss) << loss.error().message();
+    losses.push_back(loss ? *loss : 0);
+  }
+  const Plan* plan = t.trainPlan();
+  EXPECT_NE(plan, nullptr);
+  MemoryReport r = memoryReport(*plan, trainableOf(t.module()));
+  EXPECT_EQ(t.deviceBytesAllocated(), r.predictedPeak);
+  EXPECT_GT(r.predictedPeak, 0u);
+  EXPECT_GE(r.arena, r.lowerBound);
+  return losses;
+}
+
+TEST(MemoryReport, SpiralTrainingPeakIsWhatTheRunnerAllocates) {
+  SpiralMlp model;
+  TensorType in(DType::F32, {300, 2});
+  auto t = makeTrainer(model, in, {});
+  auto losses = stepTwiceCheckingMemory(*t, ramp(in, 2.0), labels(300, 3));
+  const Plan& plan = *t->trainPlan();
+  MemoryReport r = memoryReport(plan, trainableOf(t->module()));
+  // 2x64 + 64 + 64x64 + 64 + 64x3 + 3 floats of weights; Adam keeps two
+  // moments of each.
+  uint64_t weights = (2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3) * 4;
+  EXPECT_EQ(r.parameters, weights);
+  EXPECT_EQ(r.optimizerState, 2 * weights);
+  EXPECT_EQ(r.inputs, 300u * 2 * 4 + 300 * 8 + 4 + 8);  // x, labels, lr, step
+  // Every parameter and moment is written in place by its update.
+  size_t overParams = 0;
+  for (const PlanBuffer& b : plan.buffers)
+    if (b.inPlace && plan.buffers[static_cast<size_t>(b.aliasOf)].kind == BufferKind::Param) ++overParams;
+  EXPECT_EQ(overParams, 18u);
+  EXPECT_GT(r.gradients, 0u);
+  EXPECT_LE(r.gradients, weights);  // at most one buffer per weight (some fuse into their update)
+
+  // Same losses without in-place rewriting, and with poisoning on.
+  SpiralMlp plainModel;
+  auto plain = makeTrainer(plainModel, in, {.inplace = false, .poison = false});
+  auto plainLosses = stepTwiceCheckingMemory(*plain, ramp(in, 2.0), labels(300, 3));
+  SpiralMlp poisonedModel;
+  auto poisoned = makeTrainer(poisonedModel, in, {.inplace = true, .poison = true});
+  auto poisonedLosses = stepTwiceCheckingMemory(*poisoned, ramp(in, 2.0), labels(300, 3));
+  EXPECT_EQ(losses, plainLosses);
+  EXPECT_EQ(losses, poisonedLosses);
+  for (const PlanBuffer& b : plain->trainPlan()->buffers) EXPECT_FALSE(b.inPlace) << b.name;
+}
+
+TEST(MemoryReport, CnnTrainingAndInferencePeakIsWhatTheRunnerAllocates) {
+  SmallCnn model;
+  TensorType in(DType::F32, {4, 3, 12, 12});
+  auto t = makeTrainer(model, in, {.inplace = true, .poison = true});
+  auto losses = stepTwiceCheckingMemory(*t, ramp(in, 1.0), labels(4, 4));
+  EXPECT_TRUE(std::isfinite(losses[1]));
+  MemoryReport r = memoryReport(*t->trainPlan(), trainableOf(t->module()));
+  // conv1: 3*3*3 taps x 144 pixels, conv2: 8*3*3 x 144, f32; at least these.
+  EXPECT_GE(r.workspace, (27u + 72u) * 144u * 4u);
+  EXPECT_GT(r.savedActivations, 0u);
+  EXPECT_GT(r.otherBuffers, 0u);  // running statistics
+
+  // Inference (evaluation mode): the forward's own runner.
+  auto out = t->eval({ramp(in, 1.0)});
+  ASSERT_TRUE(out) << out.error().message();
+  auto exec = createExecutor("cpu", {.inplace = true, .poison = true});
+  ASSERT_TRUE(exec);
+  auto again = (*exec)->run(t->forward(), {ramp(in, 1.0)});
+  ASSERT_TRUE(again) << again.error().message();
+  const Plan* fwd = (*exec)->planFor(t->forward());
+  ASSERT_NE(fwd, nullptr);
+  EXPECT_EQ((*exec)->deviceBytesAllocated(), memoryReport(*fwd, trainableOf(t->module())).predictedPeak);
+  EXPECT_EQ(test::compareTensors(again->outputs[0], (*out)[0], 0, 0), "");
+}
+
+}  // namespace
+}  // namespace kfuse

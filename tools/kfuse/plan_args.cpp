@@ -1,0 +1,56 @@
+#include "tools/kfuse/plan_args.h"
+
+#include "codegen/backend.h"
+#include "codegen/plan/plan_builder.h"
+#include "ir/specialize.h"
+#include "ir/support/strings.h"
+#include "runtime/trainer.h"
+#include "tools/kfuse/model_loader.h"
+
+namespace kfuse::cli {
+
+void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& what) {
+  cmd->add_option("model", a.model, "Model (.kir or .onnx)")->required();
+  cmd->add_flag("--train", a.train, "A whole training step (forward, loss, backward, optimizer)");
+  cmd->add_option("--loss", a.loss, "Loss of the training step: cross_entropy or mse");
+  cmd->add_option("--optimizer", a.optimizer, "Optimizer of the training step: sgd, adam or adamw");
+  cmd->add_option("--target", a.target, "Target whose plan " + what + ": cpu");
+  cmd->add_flag("--no-inplace", a.noInplace, "Plan without in-place rewriting");
+  cmd->add_option("--layout", a.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
+  cmd->add_flag("--json", a.json, "Print JSON instead of a table");
+}
+
+Expected<CompiledPlan> compileModelPlan(const PlanModelArgs& a, int64_t batch, bool fuse) {
+  KF_ASSIGN_OR_RETURN(auto model, loadModel(a.model));
+  if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
+  Graph& forward = *model->functions().front();
+  if (batch > 0) KF_RETURN_IF_ERROR(specializeBatch(forward, batch));
+  PlanOptions po;
+  po.inplace = !a.noInplace;
+  CompiledPlan out;
+  auto trainable = [&](const Module& m) {
+    for (const auto& p : m.params())
+      if (p->trainable) out.trainable.insert(p->name);
+  };
+  if (!a.train) {
+    KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, fuse, a.layout));
+    KF_RETURN_IF_ERROR(prepareModule(*model, backend));
+    KF_ASSIGN_OR_RETURN(out.plan, buildPlan(forward, po));
+    trainable(*model);
+    return out;
+  }
+  TrainerOptions o;
+  o.target = a.target;
+  o.fuse = fuse;
+  o.layout = a.layout;
+  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
+  KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
+  KF_ASSIGN_OR_RETURN(auto trainer, Trainer::create(std::move(model), o));
+  if (a.target == "interpreter") return Error(str("target '", a.target, "' runs no plan (use cpu)"));
+  // Planned directly: the executor would also compile the kernels.
+  KF_ASSIGN_OR_RETURN(out.plan, buildPlan(trainer->trainStep(), po));
+  trainable(trainer->module());
+  return out;
+}
+
+}  // namespace kfuse::cli

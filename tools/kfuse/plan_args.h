@@ -1,0 +1,34 @@
+// The options of the commands that compile a model's plan without running it
+// (kfuse stats, kfuse memory): the model, inference or a training step (loss,
+// optimizer), the target, in-place rewriting; and the compilation itself.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <set>
+#include <string>
+
+#include "runtime/plan.h"
+
+namespace kfuse::cli {
+
+struct PlanModelArgs {
+  std::string model, target = "cpu", loss = "cross_entropy", optimizer = "adam";
+  bool train = false, json = false, noInplace = false;
+  std::string layout = "auto";  // --layout
+};
+
+// Registers model, --train, --loss, --optimizer, --target, --no-inplace and
+// --json on `cmd`; `what` completes "--target: Target whose plan is ...".
+void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& what);
+
+struct CompiledPlan {
+  Plan plan;
+  std::set<std::string> trainable;  // the module's trainable parameters
+};
+
+// The plan of the model's inference forward (its first function) or of its
+// training step, after the target's pipeline (with fusion unless `fuse` is
+// false); `batch` > 0 re-types the model for that batch size first.
+Expected<CompiledPlan> compileModelPlan(const PlanModelArgs& a, int64_t batch, bool fuse);
+
+}  // namespace kfuse::cli
