@@ -223,6 +223,16 @@ void LoweringContext::markBuffer(size_t i) {
   if (hasInput(i) && state_.isInitializer(inputName(i))) state_.markBuffer(inputName(i));
 }
 
+bool LoweringContext::isOutputConsumed(size_t i) const {
+  return hasOutput(i) && state_.isConsumed(node_.output(static_cast<int>(i)));
+}
+
+bool LoweringContext::updateInitializer(size_t i, Value* v) {
+  if (!hasInput(i) || !state_.isInitializer(inputName(i))) return false;
+  state_.graph().addStateUpdate(inputName(i), v);
+  return true;
+}
+
 Expected<std::vector<Value*>> LoweringContext::buildMulti(std::string_view op, const std::vector<Value*>& operands,
                                                           AttrMap attrs) {
   KF_ASSIGN_OR_RETURN(Node* n, buildNode(state_.graph(), op, operands, std::move(attrs)));

@@ -58,6 +58,9 @@ class ImportState {
   Value* makeConstant(Tensor t, const std::string& nameHint);
   // Initializer `name` is state, not a trainable weight (running statistics).
   void markBuffer(const std::string& name) { buffers_.insert(name); }
+  // The ONNX names some node reads or the graph returns (set before lowering).
+  void setConsumed(std::set<std::string> names) { consumed_ = std::move(names); }
+  bool isConsumed(const std::string& name) const { return consumed_.count(name) != 0; }
 
   // Removes dead nodes, then turns surviving initializer constants (and
   // large constants) into module parameters.
@@ -76,6 +79,7 @@ class ImportState {
   // initializer's name: finish() turns the live ones into parameters.
   std::unordered_map<Node*, std::string> initializerNodes_;
   std::set<std::string> buffers_;
+  std::set<std::string> consumed_;
   std::unordered_map<const Value*, Tensor> evaluated_;
 };
 
@@ -106,6 +110,11 @@ class LoweringContext {
   bool allOutputsSet() const;
   // Input i is non-trainable state (an initializer holding running stats).
   void markBuffer(size_t i);
+  // Output i exists and some node reads it or the graph returns it.
+  bool isOutputConsumed(size_t i) const;
+  // When input i is an initializer: the function updates that parameter to
+  // v when it returns (a state update, as a training step's); false if not.
+  bool updateInitializer(size_t i, Value* v);
 
   // ---- building kfuse nodes: provenance set, all-constant nodes folded
   Expected<Value*> build(std::string_view op, const std::vector<Value*>& operands, AttrMap attrs = {});

@@ -137,6 +137,10 @@ Expected<std::unique_ptr<Module>> importModel(const OnnxModel& model, const Impo
   ImportState state(*module, *fn);
   KF_RETURN_IF_ERROR(addInitializers(model, state, rep.unsupported));
   if (Status s = addGraphInputs(g, opts.shapes, state, rep.unsupported); !s) return s.error().context(model.path);
+  std::set<std::string> consumed;
+  for (const auto& n : g.node()) consumed.insert(n.input().begin(), n.input().end());
+  for (const auto& out : g.output()) consumed.insert(out.name());
+  state.setConsumed(std::move(consumed));
   for (int i = 0; i < g.node_size(); ++i) KF_RETURN_IF_ERROR(lowerNode(model, i, state, rep.unsupported));
   if (!rep.unsupported.empty()) return unsupportedError(model.path, rep.unsupported);
   if (Status s = setGraphOutputs(g, state); !s) return s.error().context(model.path);

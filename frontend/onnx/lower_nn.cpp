@@ -184,18 +184,36 @@ Status lowerGlobalPool(LoweringContext& c) {
 
 // BatchNormalization in training mode (opset 14: training_mode = 1):
 // normalised with the batch's statistics; the optional outputs are the
-// updated running statistics, momentum * running + (1 - momentum) * batch.
+// updated running statistics, momentum * running + (1 - momentum) * batch
+// (the batch's population variance, as the ONNX spec says).
+//
+// torch.onnx.export in training mode leaves those outputs unread: it removes
+// the in-place update of the module's running_mean / running_var buffers
+// (exported as initializers). When an initializer's output is unread, the
+// update becomes a state update of that parameter, computed as torch updates
+// its buffers (unbiased batch variance; the same as kfuse's own training
+// pipeline and tracer), so training the imported model keeps them as
+// torch.nn.BatchNorm*d.train() does.
 Status lowerBatchNormTraining(LoweringContext& c, const std::vector<Value*>& in, double eps) {
   KF_ASSIGN_OR_RETURN(double momentum, c.attrs().getFloat("momentum", 0.9));
   KF_ASSIGN_OR_RETURN(auto ys, c.buildMulti("batch_norm_train", {in[0], in[1], in[2]}, {{"epsilon", eps}}));
   c.setOutput(0, ys[0]);
+  const TensorType& x = in[0]->type();
+  double count = static_cast<double>(x.numElements()) / static_cast<double>(x.shape[1]);
   for (size_t i = 1; i <= 2; ++i) {
-    if (!c.hasOutput(i)) continue;
+    bool read = c.isOutputConsumed(i);
     Value* running = in[i + 2];
+    Value* batch = ys[i];
+    if (i == 2 && !read && count > 1) {
+      KF_ASSIGN_OR_RETURN(batch, c.build("mul", {batch, scalarLike(c, batch, count / (count - 1))}));
+    }
     KF_ASSIGN_OR_RETURN(Value* kept, c.build("mul", {running, scalarLike(c, running, momentum)}));
-    KF_ASSIGN_OR_RETURN(Value* fresh, c.build("mul", {ys[i], scalarLike(c, running, 1.0 - momentum)}));
+    KF_ASSIGN_OR_RETURN(Value* fresh, c.build("mul", {batch, scalarLike(c, running, 1.0 - momentum)}));
     KF_ASSIGN_OR_RETURN(Value* updated, c.build("add", {kept, fresh}));
     c.setOutput(i, updated);
+    KF_ASSIGN_OR_RETURN(Value* raw, c.input(i + 2));
+    // Only when not cast to the input's type: the update has the parameter's type.
+    if (!read && raw->type() == updated->type()) (void)c.updateInitializer(i + 2, updated);
   }
   return Status::ok();
 }

@@ -187,6 +187,69 @@ TEST(Importer, NamesEverySymbolicInput) {
             "[2,batch] (symbolic: batch); give each with --shape NAME=D0,D1,...");
 }
 
+// BatchNormalization-15 in training mode over x [2, 2, 1, 2] (4 values per
+// channel: channel 0 {1, 2, 3, 6}, channel 1 {0, 0, 4, -4}), momentum 0.9
+// (torch's 0.1), with initializer running statistics.
+ModelBuilder trainingBatchNorm(bool statsAreOutputs) {
+  ModelBuilder b(15);
+  b.input("x", {2, 2, 1, 2}).output("y", {2, 2, 1, 2});
+  if (statsAreOutputs) b.output("rm", {2}).output("rv", {2});
+  auto f32 = [](std::vector<double> v) { return Tensor::fromDoubles(TensorType(DType::F32, {2}), v); };
+  b.initializer("bn.weight", f32({1, 1})).initializer("bn.bias", f32({0, 0}));
+  b.initializer("bn.running_mean", f32({0.5, -1})).initializer("bn.running_var", f32({2, 1}));
+  auto& n = b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"},
+                   {"y", "rm", "rv"}, "/bn");
+  setInt(n, "training_mode", 1);
+  auto* a = n.add_attribute();
+  a->set_name("momentum");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.9f);
+  return b;
+}
+
+// torch.onnx.export (training mode) leaves the running-statistic outputs
+// unread, having removed the buffers' in-place update: the importer keeps the
+// statistics as buffers and updates them as torch does (unbiased variance).
+TEST(Importer, TrainingBatchNormUpdatesInitializerRunningStatistics) {
+  auto m = importModel(trainingBatchNorm(false).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  ASSERT_EQ(g.stateUpdates().size(), 2u);
+  EXPECT_EQ(g.stateUpdates()[0].param, "bn.running_mean");
+  EXPECT_EQ(g.stateUpdates()[1].param, "bn.running_var");
+  for (const char* name : {"bn.running_mean", "bn.running_var"}) {
+    const Param* p = (*m)->findParam(name);
+    ASSERT_TRUE(p) << name;
+    EXPECT_FALSE(p->trainable) << name;
+  }
+  Tensor x = Tensor::fromDoubles(TensorType(DType::F32, {2, 2, 1, 2}), {1, 2, 0, 0, 3, 6, 4, -4});
+  auto out = interpret(g, {x});
+  ASSERT_TRUE(out) << out.error().message();
+  // mean {3, 0}; unbiased variance {14/3, 32/3}.
+  std::vector<double> mean = out->updates.at("bn.running_mean").toDoubles();
+  EXPECT_NEAR(mean[0], 0.9 * 0.5 + 0.1 * 3, 1e-6);
+  EXPECT_NEAR(mean[1], 0.9 * -1 + 0.1 * 0, 1e-6);
+  std::vector<double> var = out->updates.at("bn.running_var").toDoubles();
+  EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 14 / 3, 1e-6);
+  EXPECT_NEAR(var[1], 0.9 * 1 + 0.1 * 32 / 3, 1e-6);
+}
+
+// Running statistics the graph returns follow the ONNX spec (population
+// variance) and update no state.
+TEST(Importer, TrainingBatchNormStatisticsOutputsFollowTheSpec) {
+  auto m = importModel(trainingBatchNorm(true).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  EXPECT_TRUE(g.stateUpdates().empty());
+  Tensor x = Tensor::fromDoubles(TensorType(DType::F32, {2, 2, 1, 2}), {1, 2, 0, 0, 3, 6, 4, -4});
+  auto out = interpret(g, {x});
+  ASSERT_TRUE(out) << out.error().message();
+  ASSERT_EQ(out->outputs.size(), 3u);
+  std::vector<double> var = out->outputs[2].toDoubles();
+  EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 3.5, 1e-6);
+  EXPECT_NEAR(var[1], 0.9 * 1 + 0.1 * 8, 1e-6);
+}
+
 TEST(OpTable, ResolvesSchemaVersionsAtTheModelsOpset) {
   OpResolution softmax12 = resolveOp("", "Softmax", 12);
   ASSERT_TRUE(softmax12.lowering);
