@@ -96,6 +96,7 @@ class KernelEmitter {
   void emitElementStores(const Point& p);
   void emitRowLevel(const Point& p);
   void emitFinalStores();
+  void hoistInvariantLoads();
   void emitStores(Site& site, StoreScope scope);
   void foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v);
   llvm::AllocaInst* slot(DType t, const char* name);
@@ -109,6 +110,7 @@ class KernelEmitter {
   llvm::IRBuilder<> entry_;                  // allocas, at the top of the entry block
   std::vector<Value*> buffers_;              // typed pointers to element 0
   std::vector<Value*> accs_;                 // this outer point's accumulators
+  std::vector<Value*> invariantLoads_;       // per load: read once at entry, or null
   std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
 };
 
@@ -150,6 +152,7 @@ class KernelEmitter::Site {
   }
 
   Value* load(size_t i) {
+    if (Value* once = e_.invariantLoads_[i]) return once;
     if (!loads_[i]) {
       int buffer = e_.k_.loads[i].buffer;
       loads_[i] = emitLoadElement(e_.b_, elementPtr(i, buffer), e_.k_.buffers[static_cast<size_t>(buffer)].type.dtype);
@@ -195,13 +198,37 @@ llvm::Function* KernelEmitter::run() {
   for (const auto& g : k_.prologue) initGlobal(g, "prologue");
   for (const auto& g : k_.globals) initGlobal(g, "global");
 
+  invariantLoads_.assign(k_.loads.size(), nullptr);
   if (!loops_.outer.empty) {
+    hoistInvariantLoads();
     if (!k_.prologue.empty()) emitPrologue();
     emitNest(loops_.outer, 0, origin(), [&](const Point& p) { emitOuterPoint(p); });
   }
   emitFinalStores();
   b_.CreateRetVoid();
   return fn_;
+}
+
+// A load that reads the same element at every point (a scalar operand: the
+// step count, a learning rate) of a buffer the kernel never writes is read
+// once before the loops. LLVM cannot hoist it itself, since it cannot prove
+// the buffer differs from the ones stored to, and then everything computed
+// from it (Adam's bias corrections: two pow calls) would run per element.
+// Only with iterations: a load of an empty space's operand may be out of
+// bounds.
+void KernelEmitter::hoistInvariantLoads() {
+  std::vector<bool> stored(k_.buffers.size(), false);
+  for (const auto& s : k_.stores) stored[static_cast<size_t>(s.buffer)] = true;
+  for (size_t i = 0; i < k_.loads.size(); ++i) {
+    const kernel::Load& l = k_.loads[i];
+    bool invariant = true;
+    for (size_t d = 0; d < k_.numDims(); ++d) invariant = invariant && !l.map.dependsOn(d);
+    if (!invariant || stored[static_cast<size_t>(l.buffer)]) continue;
+    DType t = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
+    Value* ptr = b_.CreateInBoundsGEP(storageTypeOf(ctx_, t), buffers_[static_cast<size_t>(l.buffer)],
+                                      b_.getInt64(static_cast<uint64_t>(l.map.base)));
+    invariantLoads_[i] = emitLoadElement(b_, ptr, t);
+  }
 }
 
 // Allocas go to the top of the entry block, where mem2reg promotes them.

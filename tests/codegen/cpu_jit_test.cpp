@@ -98,6 +98,29 @@ TEST(CpuJit, SharedSubexpressionsAreEmittedOnce) {
   EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
 }
 
+// Adam's bias correction 1 - beta^step reads the step (a scalar buffer) at
+// every element; the load goes before the loops, so the pow is computed
+// once, not per element (it was 15% of a large MLP's training step).
+TEST(CpuJit, ScalarOperandsAreReadOnceBeforeTheLoops) {
+  KernelBuilder b("bias_correction", {1000}, {});
+  int x = b.input(DType::F32, {1000});
+  int step = b.input(DType::I64, {});
+  Scalar correction = 1.0 - pow(Scalar::constant(0.9, DType::F64), cast(b.loadAxes(step, {}), DType::F64));
+  b.storeAxes(b.output(DType::F32, {1000}), {0}, b.loadAxes(x, {0}) / cast(correction, DType::F32));
+  Kernel k = b.build();
+  cpu::CompileOptions options;
+  options.keepOptimizedIR = true;
+  auto compiled = sharedJit().compile(std::span(&k, 1), options);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  const std::string& ir = compiled->optimizedIR;
+  size_t pow = ir.find("@llvm.pow.f64(");
+  size_t firstLoop = ir.find(".body");
+  ASSERT_NE(pow, std::string::npos) << ir;
+  ASSERT_NE(firstLoop, std::string::npos) << ir;
+  EXPECT_LT(pow, firstLoop) << "pow is computed inside the loop:\n" << ir;
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
+}
+
 TEST(CpuJit, CompileTimeOfThirtySmallKernels) {
   std::vector<Kernel> kernels;
   for (int i = 0; i < 10; ++i) {
