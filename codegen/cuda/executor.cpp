@@ -1,0 +1,67 @@
+#include "codegen/cuda/executor.h"
+
+#include <map>
+
+#include "codegen/plan/plan_builder.h"
+#include "ir/support/strings.h"
+#include "runtime/cuda/cuda_runner.h"
+
+namespace kfuse::cuda {
+namespace {
+
+class CudaExecutor : public Executor {
+ public:
+  explicit CudaExecutor(CudaExecutorOptions opts) : opts_(std::move(opts)) {}
+  std::string_view target() const override { return "cuda"; }
+
+  Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) override {
+    // The device first: on a machine without one, say so before compiling.
+    if (auto driver = loadDriver(); !driver)
+      return driver.error().context(str("the cuda target cannot run @", fn.name()));
+    KF_ASSIGN_OR_RETURN(CudaRunner * runner, runnerFor(fn));
+    return runner->run(*fn.module(), args);
+  }
+  uint64_t launches() const override {
+    uint64_t total = 0;
+    for (const auto& [fn, r] : runners_) total += r->launches();
+    return total;
+  }
+  uint64_t deviceBytesAllocated() const override {
+    uint64_t total = 0;
+    for (const auto& [fn, r] : runners_) total += r->bytesAllocated();
+    return total;
+  }
+  // Plans need no device.
+  const Plan* planFor(const Graph& fn) override {
+    auto p = planOf(fn);
+    return p ? p->get() : nullptr;
+  }
+
+ private:
+  Expected<std::shared_ptr<const Plan>> planOf(const Graph& fn) {
+    if (auto it = plans_.find(&fn); it != plans_.end()) return it->second;
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn));
+    return plans_.emplace(&fn, std::make_shared<const Plan>(std::move(plan))).first->second;
+  }
+  Expected<CudaRunner*> runnerFor(const Graph& fn) {
+    if (auto it = runners_.find(&fn); it != runners_.end()) return it->second.get();
+    KF_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, planOf(fn));
+    KF_ASSIGN_OR_RETURN(CudaProgram program, compileProgram(*plan, opts_.compile));
+    CudaRunnerOptions ro;
+    ro.cudaGraph = opts_.cudaGraph;
+    KF_ASSIGN_OR_RETURN(auto runner, CudaRunner::create(plan, std::move(program), ro));
+    return runners_.emplace(&fn, std::move(runner)).first->second.get();
+  }
+
+  CudaExecutorOptions opts_;
+  std::map<const Graph*, std::shared_ptr<const Plan>> plans_;
+  std::map<const Graph*, std::unique_ptr<CudaRunner>> runners_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> createCudaExecutor(CudaExecutorOptions opts) {
+  return std::make_unique<CudaExecutor>(std::move(opts));
+}
+
+}  // namespace kfuse::cuda

@@ -1,0 +1,22 @@
+// The cuda target's executor (codegen/backend.h creates it): plans each
+// function once, compiles its kernels with NVRTC (through the on-disk
+// cache) and runs the program on the GPU with runtime/cuda's device.
+// Creating it needs no GPU; run() on a machine without a driver or device
+// fails with a message that says which.
+#pragma once
+
+#include <memory>
+
+#include "codegen/cuda/compiler.h"
+#include "runtime/executor.h"
+
+namespace kfuse::cuda {
+
+struct CudaExecutorOptions {
+  CudaCompileOptions compile;
+  bool cudaGraph = false;  // capture each run as a CUDA Graph, replay it after
+};
+
+std::unique_ptr<Executor> createCudaExecutor(CudaExecutorOptions opts = {});
+
+}  // namespace kfuse::cuda

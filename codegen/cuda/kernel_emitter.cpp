@@ -1,0 +1,605 @@
+#include "codegen/cuda/kernel_emitter.h"
+
+#include <functional>
+#include <map>
+#include <unordered_set>
+
+#include "codegen/cuda/scalar_emitter.h"
+#include "ir/support/strings.h"
+
+namespace kfuse::cuda {
+namespace {
+
+using kernel::Combiner;
+using kernel::Kernel;
+using kernel::StoreScope;
+
+const char* combinerMacro(Combiner c) {
+  switch (c) {
+    case Combiner::Sum: return "KF_SUM";
+    case Combiner::Max: return "KF_MAX";
+    case Combiner::Min: return "KF_MIN";
+  }
+  return "KF_SUM";
+}
+
+// The fold's starting value, as the CPU backend's (max of no bools: false).
+std::string initExpr(Combiner c, DType t) {
+  if (t == DType::Bool) return c == Combiner::Min ? "true" : "false";
+  if (t == DType::I64)
+    return c == Combiner::Sum ? "0ll" : c == Combiner::Max ? "(-0x7fffffffffffffffll - 1)" : "0x7fffffffffffffffll";
+  return constantExpr(kernel::combinerInit(c), t);
+}
+
+std::string combineExpr(Combiner c, const std::string& acc, const std::string& v) {
+  return str("kf_combine<", combinerMacro(c), ">(", acc, ", ", v, ")");
+}
+
+// Globals' partials live in 8-byte slots; bools travel as i64.
+DType partialType(DType acc) { return acc == DType::Bool ? DType::I64 : acc; }
+
+// Vector-path state shared by the lanes of one chunk.
+struct ChunkLoads {
+  int vec = 1;
+  std::vector<int64_t> innerStride;  // per access: 0 or 1
+  std::map<size_t, std::string> loaded;  // load -> kf_vec (stride 1) or scalar (stride 0) variable
+};
+
+class FunctionEmitter;
+
+// One evaluation point: offsets of every access (C expressions), the index
+// of every kernel dim, loads on first use, every expression node once.
+class Site {
+ public:
+  Site(FunctionEmitter& f, std::vector<std::string> offsets, std::vector<std::string> index, ChunkLoads* chunk = nullptr,
+       int lane = 0);
+
+  std::string eval(const ScalarRef& e) { return scalars_.emit(*e); }
+  // Evaluates every store of `scope`, then writes them (all loads of a
+  // point happen before its stores). With a chunk, stride-1 stores go to the
+  // lane of their vector variable instead.
+  void stores(StoreScope scope, const std::map<size_t, std::string>* vectorStores = nullptr);
+
+ private:
+  std::string leaf(const ScalarNode& n);
+  std::string load(size_t i);
+
+  FunctionEmitter& f_;
+  std::vector<std::string> offsets_, index_;
+  ChunkLoads* chunk_;
+  int lane_;
+  std::map<size_t, std::string> loads_;
+  ScalarEmitter scalars_;
+};
+
+class FunctionEmitter {
+ public:
+  FunctionEmitter(const Kernel& k, std::string name, const EmitOptions& opts, const KernelEmitContext& ctx)
+      : k_(k), name_(std::move(name)), opts_(opts), ctx_(ctx), spaces_(buildSpaces(k)),
+        sched_(scheduleKernel(k, spaces_, opts)), idx_(sched_.wideIndex ? "kf_i64" : "int") {}
+
+  KernelFunction run();
+  std::string pointFunction(int productBuffer, DType accType);
+
+  const Kernel& k_;
+  std::string name_;
+  const EmitOptions& opts_;
+  const KernelEmitContext& ctx_;
+  KernelSpaces spaces_;
+  KernelSchedule sched_;
+  std::string idx_;
+  CodeWriter w_;
+  // Leaf names: accumulators of the current row, globals.
+  std::vector<std::string> accNames_, globalNames_;
+  // Point functions: the product's buffer and the variable it is in.
+  int productBuffer_ = -1;
+  std::string productValue_;
+  DType productType_ = DType::F32;
+
+  std::string bufferName(int b) const { return k_.buffers[static_cast<size_t>(b)].name; }
+  int accessBuffer(size_t a) const {
+    return a < k_.loads.size() ? k_.loads[a].buffer : k_.stores[a - k_.loads.size()].buffer;
+  }
+  int64_t accessBase(size_t a) const {
+    return a < k_.loads.size() ? k_.loads[a].map.base : k_.stores[a - k_.loads.size()].map.base;
+  }
+  DType accType(size_t r) const { return accumulatorType(k_.reductions[r].combiner, k_.reductions[r].value->type); }
+  const kernel::Global& global(size_t g) const {
+    return g < k_.prologue.size() ? k_.prologue[g] : k_.globals[g - k_.prologue.size()];
+  }
+  DType globalType(size_t g) const { return accumulatorType(global(g).combiner, global(g).value->type); }
+
+  std::string signature(bool point);
+  // Offsets of every access for a point of `outer` (and `reduce`) space indices.
+  std::vector<std::string> offsets(const std::vector<std::string>& outer, const std::vector<std::string>* reduce);
+  // The index of every kernel dim from space indices.
+  std::vector<std::string> kernelIndex(const std::vector<std::string>& outer, const std::vector<std::string>* reduce);
+  std::vector<std::string> decompose(const Space& space, const std::string& linear, const std::string& prefix);
+  // A site at index 0 of every dim (final stores).
+  Site originSite();
+
+  void emitPrologue();
+  void emitElementwise();
+  void emitRows();
+  void emitReductionGroup(size_t first, size_t last, const std::vector<std::string>& outer);
+  void emitTeamReduce(Combiner c, DType t, const std::string& var);
+  void emitGlobalsFinish();
+  void foldGlobal(size_t g, Site& site);
+};
+
+Site::Site(FunctionEmitter& f, std::vector<std::string> offsets, std::vector<std::string> index, ChunkLoads* chunk,
+           int lane)
+    : f_(f), offsets_(std::move(offsets)), index_(std::move(index)), chunk_(chunk), lane_(lane),
+      scalars_(f.w_, [this](const ScalarNode& n) { return leaf(n); }) {}
+
+std::string Site::leaf(const ScalarNode& n) {
+  const Kernel& k = f_.k_;
+  if (n.op == ScalarOp::Index) return str("(kf_i64)(", index_[static_cast<size_t>(n.input)], ")");
+  auto i = static_cast<size_t>(n.input);
+  if (i < k.firstAccumulator()) {
+    DType storage = k.buffers[static_cast<size_t>(k.loads[i].buffer)].type.dtype;
+    return convertExpr(load(i), computeType(storage), n.type);
+  }
+  if (i < k.firstGlobal()) {
+    size_t r = i - k.firstAccumulator();
+    return convertExpr(f_.accNames_[r], f_.accType(r), n.type);
+  }
+  size_t g = i - k.firstGlobal();
+  return convertExpr(f_.globalNames_[g], f_.globalType(g), n.type);
+}
+
+std::string Site::load(size_t i) {
+  if (auto it = loads_.find(i); it != loads_.end()) return it->second;
+  const Kernel& k = f_.k_;
+  int b = k.loads[i].buffer;
+  DType storage = k.buffers[static_cast<size_t>(b)].type.dtype;
+  std::string raw;
+  if (b == f_.productBuffer_) {  // point functions: the product, rounded as a store would
+    raw = storeConvertExpr(f_.productValue_, f_.productType_, storage);
+  } else if (chunk_ && chunk_->innerStride[i] == 1) {
+    auto it = chunk_->loaded.find(i);
+    if (it == chunk_->loaded.end()) {
+      std::string v = f_.w_.fresh("vl");
+      f_.w_.line("const kf_vec<", storageCType(storage), ", ", chunk_->vec, "> ", v, " = kf_vload<",
+                 storageCType(storage), ", ", chunk_->vec, ">(", f_.bufferName(b), " + ", offsets_[i], ");");
+      it = chunk_->loaded.emplace(i, v).first;
+    }
+    raw = str(it->second, ".v[", lane_, "]");
+  } else {
+    if (chunk_) {  // a broadcast load: once per chunk
+      if (auto it = chunk_->loaded.find(i); it != chunk_->loaded.end()) return loads_[i] = it->second;
+    }
+    bool coherent = !f_.ctx_.writtenBefore.empty() && f_.ctx_.writtenBefore[static_cast<size_t>(b)];
+    raw = coherent ? str("__ldcg(", f_.bufferName(b), " + ", offsets_[i], ")")
+                   : str(f_.bufferName(b), "[", offsets_[i], "]");
+  }
+  std::string v = f_.w_.fresh("L");
+  f_.w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
+  if (chunk_ && chunk_->innerStride[i] == 0) chunk_->loaded.emplace(i, v);
+  return loads_[i] = v;
+}
+
+void Site::stores(StoreScope scope, const std::map<size_t, std::string>* vectorStores) {
+  const Kernel& k = f_.k_;
+  std::vector<std::pair<size_t, std::string>> values;
+  for (size_t s = 0; s < k.stores.size(); ++s)
+    if (k.stores[s].scope == scope) values.emplace_back(s, eval(k.stores[s].value));
+  for (const auto& [s, v] : values) {
+    const kernel::Store& st = k.stores[s];
+    DType storage = k.buffers[static_cast<size_t>(st.buffer)].type.dtype;
+    std::string value = storeConvertExpr(v, st.value->type, storage);
+    size_t access = k.loads.size() + s;
+    if (vectorStores && vectorStores->count(access)) {
+      f_.w_.line(vectorStores->at(access), ".v[", lane_, "] = ", value, ";");
+    } else {
+      f_.w_.line(f_.bufferName(st.buffer), "[", offsets_[access], "] = ", value, ";");
+    }
+  }
+}
+
+std::string FunctionEmitter::signature(bool point) {
+  std::vector<std::string> params;
+  for (size_t b = 0; b < k_.buffers.size(); ++b) {
+    const kernel::Buffer& buf = k_.buffers[b];
+    bool restrict = !ctx_.noAlias.empty() && ctx_.noAlias[b];
+    params.push_back(str(buf.output ? "" : "const ", storageCType(buf.type.dtype), "* ",
+                         restrict ? "__restrict__ " : "", buf.name));
+  }
+  if (point) {
+    for (size_t d = 0; d < k_.outer.size(); ++d) params.push_back(str("kf_i64 i", d));
+    params.push_back(str(computeCType(productType_), " product"));
+  } else {
+    if (sched_.scratchBytes > 0) params.push_back("unsigned char* scratch");
+    params.push_back("int block");
+    params.push_back("int nblocks");
+  }
+  return str("KF_FN void ", name_, "(", join(params), ")");
+}
+
+std::vector<std::string> FunctionEmitter::decompose(const Space& space, const std::string& linear,
+                                                    const std::string& prefix) {
+  std::vector<std::string> names(space.dims.size());
+  if (space.dims.size() == 1) {
+    names[0] = linear;
+    return names;
+  }
+  std::string rest = linear;
+  for (size_t d = space.dims.size(); d-- > 0;) {
+    names[d] = w_.fresh(prefix);
+    if (d == 0) {
+      w_.line("[[maybe_unused]] const ", idx_, " ", names[d], " = ", rest, ";");
+      break;
+    }
+    int64_t e = space.dims[d].extent;
+    w_.line("[[maybe_unused]] const ", idx_, " ", names[d], " = ", rest, " % ", e, ";");
+    std::string next = w_.fresh("q");
+    w_.line("[[maybe_unused]] const ", idx_, " ", next, " = ", rest, " / ", e, ";");
+    rest = next;
+  }
+  return names;
+}
+
+std::vector<std::string> FunctionEmitter::offsets(const std::vector<std::string>& outer,
+                                                  const std::vector<std::string>* reduce) {
+  std::vector<std::string> out;
+  for (size_t a = 0; a < numAccesses(k_); ++a) {
+    std::string term = offsetTerm(spaces_.outer, outer, a);
+    if (reduce) {
+      std::string r = offsetTerm(spaces_.reduce, *reduce, a);
+      term = term.empty() ? r : r.empty() ? term : str(term, " + ", r);
+    }
+    int64_t base = accessBase(a);
+    if (term.empty()) {
+      out.push_back(std::to_string(base));
+    } else {
+      out.push_back(base == 0 ? term : str(base, " + ", term));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> FunctionEmitter::kernelIndex(const std::vector<std::string>& outer,
+                                                      const std::vector<std::string>* reduce) {
+  std::vector<std::string> index(k_.numDims(), "0");
+  for (size_t d = 0; d < spaces_.outer.dims.size(); ++d)
+    if (spaces_.outer.dims[d].kernelDim >= 0) index[static_cast<size_t>(spaces_.outer.dims[d].kernelDim)] = outer[d];
+  if (reduce)
+    for (size_t d = 0; d < spaces_.reduce.dims.size(); ++d)
+      if (spaces_.reduce.dims[d].kernelDim >= 0)
+        index[static_cast<size_t>(spaces_.reduce.dims[d].kernelDim)] = (*reduce)[d];
+  return index;
+}
+
+Site FunctionEmitter::originSite() {
+  std::vector<std::string> outer(spaces_.outer.dims.size(), "0"), reduce(spaces_.reduce.dims.size(), "0");
+  return Site(*this, offsets(outer, &reduce), std::vector<std::string>(k_.numDims(), "0"));
+}
+
+// Every block folds the prologue over all outer points in the same order.
+void FunctionEmitter::emitPrologue() {
+  if (k_.prologue.empty()) return;
+  w_.line("// prologue globals: every block folds all ", spaces_.outer.points, " outer points, in the same order");
+  for (size_t g = 0; g < k_.prologue.size(); ++g) {
+    DType t = globalType(g);
+    w_.line(computeCType(t), " ", globalNames_[g], " = ", initExpr(k_.prologue[g].combiner, t), ";");
+  }
+  {
+    Block loop(w_, "for (", idx_, " o = (", idx_, ")threadIdx.x; o < ", spaces_.outer.points, "; o += ", opts_.threads,
+               ")");
+    std::vector<std::string> outer = decompose(spaces_.outer, "o", "p");
+    std::vector<std::string> zeros(spaces_.reduce.dims.size(), "0");
+    Site site(*this, offsets(outer, nullptr), kernelIndex(outer, &zeros));
+    std::vector<std::string> values;
+    for (const auto& g : k_.prologue) values.push_back(site.eval(g.value));
+    for (size_t g = 0; g < k_.prologue.size(); ++g) {
+      DType t = globalType(g);
+      w_.line(globalNames_[g], " = ",
+              combineExpr(k_.prologue[g].combiner, globalNames_[g],
+                          convertExpr(values[g], k_.prologue[g].value->type, t)),
+              ";");
+    }
+  }
+  for (size_t g = 0; g < k_.prologue.size(); ++g) {
+    DType t = globalType(g);
+    w_.line(globalNames_[g], " = kf_block_reduce<", combinerMacro(k_.prologue[g].combiner), ">(", globalNames_[g], ", (",
+            computeCType(t), "*)kf_smem());");
+  }
+}
+
+void FunctionEmitter::foldGlobal(size_t g, Site& site) {
+  const kernel::Global& gl = k_.globals[g];
+  DType t = globalType(k_.prologue.size() + g);
+  std::string v = convertExpr(site.eval(gl.value), gl.value->type, t);
+  std::string& name = globalNames_[k_.prologue.size() + g];
+  w_.line(name, " = ", combineExpr(gl.combiner, name, v), ";");
+}
+
+void FunctionEmitter::emitElementwise() {
+  const Space& space = spaces_.outer;
+  const int64_t n = space.points;
+  const std::string first = str("(", idx_, ")block * ", opts_.threads, " + (", idx_, ")threadIdx.x");
+  const std::string stride = str("(", idx_, ")nblocks * ", opts_.threads);
+  std::string start = "0";
+  if (sched_.vec > 1) {
+    const int vec = sched_.vec;
+    ChunkLoads chunk;
+    chunk.vec = vec;
+    for (size_t a = 0; a < numAccesses(k_); ++a) chunk.innerStride.push_back(space.dims.back().strides[a]);
+    // The fast path needs every unit-stride buffer aligned to its vector.
+    std::vector<std::string> checks;
+    std::unordered_set<int> seen;
+    for (size_t a = 0; a < numAccesses(k_); ++a) {
+      int b = accessBuffer(a);
+      if (chunk.innerStride[a] != 1 || !seen.insert(b).second) continue;
+      checks.push_back(str("kf_aligned(", bufferName(b), ", ",
+                           dtypeSize(k_.buffers[static_cast<size_t>(b)].type.dtype) * static_cast<size_t>(vec), ")"));
+    }
+    w_.line(idx_, " start = 0;");
+    start = "start";
+    Block fast(w_, "if (", join(checks, " && "), ")");
+    w_.line("// fast path: ", vec, " elements per thread and step, vector loads and stores");
+    w_.line("const ", idx_, " chunks = ", n / vec, ";");
+    {
+      Block loop(w_, "for (", idx_, " c = ", first, "; c < chunks; c += ", stride, ")");
+      std::vector<std::string> outer = decompose(space, str("c * ", vec), "d");
+      std::vector<std::string> offs = offsets(outer, nullptr);
+      std::map<size_t, std::string> vectorStores;
+      for (size_t s = 0; s < k_.stores.size(); ++s) {
+        size_t a = k_.loads.size() + s;
+        if (chunk.innerStride[a] != 1) continue;
+        std::string v = w_.fresh("vs");
+        w_.line("kf_vec<", storageCType(k_.buffers[static_cast<size_t>(k_.stores[s].buffer)].type.dtype), ", ", vec, "> ",
+                v, ";");
+        vectorStores[a] = v;
+      }
+      for (int j = 0; j < vec; ++j) {
+        std::vector<std::string> laneIndex = outer;
+        if (!laneIndex.empty() && j > 0) laneIndex.back() = str("(", laneIndex.back(), " + ", j, ")");
+        Site site(*this, offs, kernelIndex(laneIndex, nullptr), &chunk, j);
+        site.stores(StoreScope::Element, &vectorStores);
+        for (size_t g = 0; g < k_.globals.size(); ++g) foldGlobal(g, site);
+      }
+      for (const auto& [a, v] : vectorStores) {
+        const kernel::Store& st = k_.stores[a - k_.loads.size()];
+        w_.line("kf_vstore(", bufferName(st.buffer), " + ", offs[a], ", ", v, ");");
+      }
+    }
+    w_.line("start = chunks * ", vec, ";");
+  }
+  w_.line("// element by element", sched_.vec > 1 ? " (the remainder, or all of it when misaligned)" : "");
+  Block loop(w_, "for (", idx_, " e = ", start, " + ", first, "; e < ", n, "; e += ", stride, ")");
+  std::vector<std::string> outer = decompose(space, "e", "d");
+  Site site(*this, offsets(outer, nullptr), kernelIndex(outer, nullptr));
+  site.stores(StoreScope::Element);
+  for (size_t g = 0; g < k_.globals.size(); ++g) foldGlobal(g, site);
+}
+
+void FunctionEmitter::emitTeamReduce(Combiner c, DType t, const std::string& var) {
+  switch (sched_.strategy) {
+    case Strategy::RowWarp: w_.line(var, " = kf_warp_reduce<", combinerMacro(c), ">(", var, ");"); break;
+    case Strategy::RowBlock:
+      w_.line(var, " = kf_block_reduce<", combinerMacro(c), ">(", var, ", (", computeCType(t), "*)kf_smem());");
+      break;
+    case Strategy::Column:
+      w_.line(var, " = kf_column_reduce<", combinerMacro(c), ">(", var, ", (", computeCType(t), "*)kf_smem());");
+      break;
+    default: break;  // one thread per row
+  }
+}
+
+// Reductions [first, last) fold in one pass over the row: none reads another's accumulator.
+void FunctionEmitter::emitReductionGroup(size_t first, size_t last, const std::vector<std::string>& outer) {
+  for (size_t r = first; r < last; ++r)
+    w_.line(computeCType(accType(r)), " ", accNames_[r], " = ", initExpr(k_.reductions[r].combiner, accType(r)), ";");
+  {
+    Block active(w_, "if (active)");
+    Block loop(w_, "for (", idx_, " r = ty; r < ", spaces_.reduce.points, "; r += ", sched_.teamY, ")");
+    std::vector<std::string> reduce = decompose(spaces_.reduce, "r", "s");
+    Site site(*this, offsets(outer, &reduce), kernelIndex(outer, &reduce));
+    std::vector<std::string> values;
+    for (size_t r = first; r < last; ++r) values.push_back(site.eval(k_.reductions[r].value));
+    for (size_t r = first; r < last; ++r) {
+      const kernel::Reduction& red = k_.reductions[r];
+      w_.line(accNames_[r], " = ",
+              combineExpr(red.combiner, accNames_[r], convertExpr(values[r - first], red.value->type, accType(r))), ";");
+    }
+  }
+  for (size_t r = first; r < last; ++r) emitTeamReduce(k_.reductions[r].combiner, accType(r), accNames_[r]);
+}
+
+// Accumulators an expression reads.
+std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root) {
+  std::unordered_set<size_t> accs;
+  std::unordered_set<const ScalarNode*> seen;
+  std::function<void(const ScalarNode&)> walk = [&](const ScalarNode& n) {
+    if (!seen.insert(&n).second) return;
+    auto i = static_cast<size_t>(n.input);
+    if (n.op == ScalarOp::Input && i >= k.firstAccumulator() && i < k.firstGlobal()) accs.insert(i - k.firstAccumulator());
+    for (const ScalarRef& a : n.args) walk(*a);
+  };
+  walk(root);
+  return accs;
+}
+
+void FunctionEmitter::emitRows() {
+  const int64_t n = spaces_.outer.points;
+  const int threads = opts_.threads;
+  switch (sched_.strategy) {
+    case Strategy::RowThread: w_.line("[[maybe_unused]] const int tx = (int)threadIdx.x, ty = 0;"); break;
+    case Strategy::RowWarp: w_.line("[[maybe_unused]] const int tx = (int)threadIdx.x / 32, ty = (int)threadIdx.x % 32;"); break;
+    case Strategy::RowBlock: w_.line("[[maybe_unused]] const int tx = 0, ty = (int)threadIdx.x;"); break;
+    default: w_.line("[[maybe_unused]] const int tx = (int)threadIdx.x % 32, ty = (int)threadIdx.x / 32;"); break;
+  }
+  w_.line("// rows ", sched_.teamX, " at a time per block, ", sched_.teamY, " thread(s) per row; ", threads,
+          " threads");
+  Block loop(w_, "for (", idx_, " base = (", idx_, ")block * ", sched_.teamX, "; base < ", n, "; base += (", idx_,
+             ")nblocks * ", sched_.teamX, ")");
+  w_.line("const ", idx_, " o = base + tx;");
+  w_.line("[[maybe_unused]] const bool active = o < ", n, ";");
+  std::vector<std::string> outer = decompose(spaces_.outer, "o", "d");
+  for (size_t first = 0; first < k_.reductions.size();) {
+    size_t last = first + 1;
+    while (last < k_.reductions.size()) {
+      auto reads = accumulatorsRead(k_, *k_.reductions[last].value);
+      bool dependent = false;
+      for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
+      if (dependent) break;
+      ++last;
+    }
+    emitReductionGroup(first, last, outer);
+    first = last;
+  }
+  bool anyElement = false, anyRow = false;
+  for (const auto& s : k_.stores) {
+    anyElement |= s.scope == StoreScope::Element;
+    anyRow |= s.scope == StoreScope::Row;
+  }
+  if (anyElement) {
+    Block active(w_, "if (active)");
+    Block rows(w_, "for (", idx_, " r = ty; r < ", spaces_.reduce.points, "; r += ", sched_.teamY, ")");
+    std::vector<std::string> reduce = decompose(spaces_.reduce, "r", "s");
+    Site site(*this, offsets(outer, &reduce), kernelIndex(outer, &reduce));
+    site.stores(StoreScope::Element);
+  }
+  if (anyRow || !k_.globals.empty()) {
+    // Row stores and globals read row-invariant values: the row's first point.
+    Block rowLevel(w_, "if (active && ty == 0)");
+    std::vector<std::string> zeros(spaces_.reduce.dims.size(), "0");
+    Site site(*this, offsets(outer, nullptr), kernelIndex(outer, &zeros));
+    for (size_t g = 0; g < k_.globals.size(); ++g) foldGlobal(g, site);
+    site.stores(StoreScope::Row);
+  }
+}
+
+// Block partials, then the last block folds them in block order and writes
+// the final stores.
+void FunctionEmitter::emitGlobalsFinish() {
+  bool anyFinal = false;
+  for (const auto& s : k_.stores) anyFinal |= s.scope == StoreScope::Final;
+  if (k_.globals.empty()) {
+    if (!anyFinal) return;
+    Block once(w_, "if (block == 0 && threadIdx.x == 0)");
+    Site site = originSite();
+    site.stores(StoreScope::Final);
+    return;
+  }
+  w_.line("// globals: block partials, folded in block order by the last block");
+  const size_t np = k_.prologue.size();
+  for (size_t g = 0; g < k_.globals.size(); ++g) {
+    DType t = globalType(np + g);
+    std::string& name = globalNames_[np + g];
+    w_.line(name, " = kf_block_reduce<", combinerMacro(k_.globals[g].combiner), ">(", name, ", (", computeCType(t),
+            "*)kf_smem());");
+  }
+  {
+    Block publish(w_, "if (threadIdx.x == 0)");
+    for (size_t g = 0; g < k_.globals.size(); ++g) {
+      DType p = partialType(globalType(np + g));
+      w_.line("((", computeCType(p), "*)(scratch + ", sched_.globalOffsets[g], "))[block] = ",
+              convertExpr(globalNames_[np + g], globalType(np + g), p), ";");
+    }
+  }
+  Block last(w_, "if (kf_last_block((kf_u32*)scratch, (kf_u32)nblocks) && threadIdx.x == 0)");
+  for (size_t g = 0; g < k_.globals.size(); ++g) {
+    DType t = globalType(np + g), p = partialType(t);
+    std::string& name = globalNames_[np + g];
+    w_.line(name, " = ", initExpr(k_.globals[g].combiner, t), ";");
+    Block fold(w_, "for (int b = 0; b < nblocks; ++b)");
+    std::string part = convertExpr(str("__ldcg((const ", computeCType(p), "*)(scratch + ", sched_.globalOffsets[g],
+                                       ") + b)"),
+                                   p, t);
+    w_.line(name, " = ", combineExpr(k_.globals[g].combiner, name, part), ";");
+  }
+  Site site = originSite();
+  site.stores(StoreScope::Final);
+}
+
+KernelFunction FunctionEmitter::run() {
+  for (size_t r = 0; r < k_.reductions.size(); ++r) accNames_.push_back(str("acc", r));
+  for (size_t g = 0; g < k_.prologue.size() + k_.globals.size(); ++g) globalNames_.push_back(str("g", g));
+  w_.line("// kernel @", k_.name, ": outer", formatDims(k_.outer),
+          k_.reduce.empty() ? std::string() : str(" reduce", formatDims(k_.reduce)), "; ",
+          strategyName(sched_.strategy), sched_.vec > 1 ? str(", vectors of ", sched_.vec) : std::string(), ", ",
+          sched_.blocks, " block(s)");
+  {
+    Block fn(w_, signature(false));
+    emitPrologue();
+    for (size_t g = 0; g < k_.globals.size(); ++g) {
+      DType t = globalType(k_.prologue.size() + g);
+      w_.line(computeCType(t), " ", globalNames_[k_.prologue.size() + g], " = ", initExpr(k_.globals[g].combiner, t),
+              ";");
+    }
+    if (sched_.strategy == Strategy::Elementwise) {
+      emitElementwise();
+    } else {
+      emitRows();
+    }
+    emitGlobalsFinish();
+  }
+  return {name_, w_.text(), sched_};
+}
+
+std::string FunctionEmitter::pointFunction(int productBuffer, DType accType) {
+  productBuffer_ = productBuffer;
+  productValue_ = "product";
+  productType_ = accType;
+  w_.line("// kernel @", k_.name, " per output element of the product (an epilogue in registers)");
+  w_.open(signature(true));
+  std::vector<std::string> index;
+  for (size_t d = 0; d < k_.outer.size(); ++d) index.push_back(str("i", d));
+  std::vector<std::string> offs;
+  for (size_t a = 0; a < numAccesses(k_); ++a) {
+    const kernel::IndexMap& m = a < k_.loads.size() ? k_.loads[a].map : k_.stores[a - k_.loads.size()].map;
+    std::string term = std::to_string(m.base);
+    for (size_t d = 0; d < k_.outer.size(); ++d)
+      if (m.strides[d] != 0) term += str(" + i", d, " * ", m.strides[d]);
+    offs.push_back(term);
+  }
+  {
+    Site site(*this, offs, index);
+    site.stores(StoreScope::Element);
+  }
+  w_.close();
+  return w_.text();
+}
+
+Status checkScalars(const Kernel& k) {
+  auto check = [&](const ScalarRef& e, const std::string& what) -> Status {
+    if (Status s = checkEmittable(*e); !s) return Error(str(what, ": ", s.message()));
+    return Status::ok();
+  };
+  for (size_t i = 0; i < k.reductions.size(); ++i) KF_RETURN_IF_ERROR(check(k.reductions[i].value, str("reduction ", i)));
+  for (size_t i = 0; i < k.prologue.size(); ++i) KF_RETURN_IF_ERROR(check(k.prologue[i].value, str("prologue ", i)));
+  for (size_t i = 0; i < k.globals.size(); ++i) KF_RETURN_IF_ERROR(check(k.globals[i].value, str("global ", i)));
+  for (size_t i = 0; i < k.stores.size(); ++i) KF_RETURN_IF_ERROR(check(k.stores[i].value, str("store ", i)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<KernelFunction> emitKernelFunction(const Kernel& k, const std::string& name, const EmitOptions& opts,
+                                            const KernelEmitContext& ctx) {
+  KF_RETURN_IF_ERROR(verifyKernel(k));
+  if (Status s = checkScalars(k); !s) return Error(str("kernel @", k.name, ": ", s.message()));
+  if (opts.threads < 64 || opts.threads % 64 != 0 || opts.threads > 1024)
+    return Error(str("threads per block must be a multiple of 64 up to 1024, not ", opts.threads));
+  return FunctionEmitter(k, name, opts, ctx).run();
+}
+
+bool isPointwiseEpilogue(const Kernel& k, int productBuffer, const Shape& productShape) {
+  if (!k.reduce.empty() || !k.globals.empty() || !k.prologue.empty() || k.outer != productShape) return false;
+  std::vector<int64_t> rowMajor = stridesOf(productShape);
+  for (const auto& l : k.loads)
+    if (l.buffer == productBuffer && (l.map.base != 0 || l.map.strides != rowMajor)) return false;
+  for (const auto& s : k.stores)
+    if (s.scope != StoreScope::Element) return false;
+  return true;
+}
+
+std::string emitPointFunction(const Kernel& k, const std::string& name, int productBuffer, DType accType,
+                              const KernelEmitContext& ctx) {
+  EmitOptions opts;
+  return FunctionEmitter(k, name, opts, ctx).pointFunction(productBuffer, accType);
+}
+
+}  // namespace kfuse::cuda

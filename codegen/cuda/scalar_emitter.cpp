@@ -1,0 +1,320 @@
+#include "codegen/cuda/scalar_emitter.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <unordered_set>
+
+#include "ir/support/strings.h"
+
+namespace kfuse::cuda {
+
+std::string_view computeCType(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::Bool: return "bool";
+    default: return "kf_i64";
+  }
+}
+
+std::string_view storageCType(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::F16:
+    case DType::BF16: return "kf_u16";
+    case DType::I64: return "kf_i64";
+    case DType::I32: return "kf_i32";
+    case DType::I8: return "kf_i8";
+    case DType::U8:
+    case DType::Bool: return "kf_u8";
+  }
+  return "void";
+}
+
+namespace {
+
+enum class Kind : uint8_t { Leaf, Unary, Binary, Ternary };
+
+Kind kindOf(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::Const:
+    case ScalarOp::Input:
+    case ScalarOp::Index: return Kind::Leaf;
+    case ScalarOp::Select: return Kind::Ternary;
+    default: return op >= ScalarOp::Add ? Kind::Binary : Kind::Unary;
+  }
+}
+
+size_t arity(Kind k) { return k == Kind::Leaf ? 0 : k == Kind::Unary ? 1 : k == Kind::Binary ? 2 : 3; }
+bool isComputeType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::I64 || t == DType::Bool; }
+bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
+bool isComparison(ScalarOp op) { return op >= ScalarOp::Lt && op <= ScalarOp::Ne; }
+
+// The CPU backend's table (codegen/cpu/scalar_emitter.cpp): what each op is
+// implemented for.
+bool typeSupported(ScalarOp op, DType t) {
+  switch (op) {
+    case ScalarOp::Const:
+    case ScalarOp::Input:
+    case ScalarOp::Index:
+    case ScalarOp::Cast:
+    case ScalarOp::Select: return true;
+    case ScalarOp::Neg:
+    case ScalarOp::Abs:
+    case ScalarOp::Floor:
+    case ScalarOp::Ceil:
+    case ScalarOp::Add:
+    case ScalarOp::Sub:
+    case ScalarOp::Div:
+    case ScalarOp::Pow: return t != DType::Bool;
+    case ScalarOp::Mul:
+    case ScalarOp::Max:
+    case ScalarOp::Min: return true;
+    case ScalarOp::Not:
+    case ScalarOp::And:
+    case ScalarOp::Or: return t == DType::Bool;
+    default:
+      if (isComparison(op)) return t == DType::Bool;
+      return isFloatType(t);
+  }
+}
+
+bool operandsShareResultType(ScalarOp op) {
+  return kindOf(op) != Kind::Leaf && op != ScalarOp::Cast && op != ScalarOp::Not && op != ScalarOp::And &&
+         op != ScalarOp::Or && op != ScalarOp::Select && !isComparison(op);
+}
+
+Status checkNode(const ScalarNode& n) {
+  auto where = [&] { return str(scalarOpName(n.op), " of type ", dtypeName(n.type)); };
+  if (n.args.size() != arity(kindOf(n.op)))
+    return Error(str(where(), " has ", n.args.size(), " operands, expected ", arity(kindOf(n.op))));
+  if (!isComputeType(n.type)) return Error(str(where(), ": not a compute type"));
+  if (!typeSupported(n.op, n.type)) return Error(str("the CUDA backend does not implement ", where()));
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    if (!n.args[i]) return Error(str(where(), ": operand ", i, " is null"));
+    DType a = n.args[i]->type;
+    bool mustMatch = operandsShareResultType(n.op) || (n.op == ScalarOp::Select && i > 0);
+    if (mustMatch && a != n.type) return Error(str(where(), ": operand ", i, " has type ", dtypeName(a)));
+  }
+  if (isComparison(n.op) && n.args[0]->type != n.args[1]->type)
+    return Error(str(where(), ": operands have types ", dtypeName(n.args[0]->type), " and ",
+                     dtypeName(n.args[1]->type)));
+  return Status::ok();
+}
+
+// Exact literals: the shortest decimal that reads back as the same value.
+std::string floatLiteral(float f) {
+  if (std::isnan(f)) return "__uint_as_float(0x7fc00000u)";
+  if (std::isinf(f)) return f > 0 ? "__uint_as_float(0x7f800000u)" : "__uint_as_float(0xff800000u)";
+  std::string s = formatFloat(f);
+  return (s[0] == '-' ? str("(", s, "f)") : s + "f");
+}
+
+std::string doubleLiteral(double d) {
+  if (std::isnan(d)) return "__longlong_as_double(0x7ff8000000000000ll)";
+  if (std::isinf(d)) return d > 0 ? "__longlong_as_double(0x7ff0000000000000ll)" : "__longlong_as_double(-0x10000000000000ll)";
+  std::string s = formatDouble(d);
+  return s[0] == '-' ? str("(", s, ")") : s;
+}
+
+std::string i64Literal(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::min()) return "(-0x7fffffffffffffffll - 1)";
+  return v < 0 ? str("(", v, "ll)") : str(v, "ll");
+}
+
+std::string hexFloat(double v, bool isFloat) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", v);
+  std::string s = buf;
+  if (isFloat) s += "f";
+  return s[0] == '-' ? str("(", s, ")") : s;
+}
+
+// A float (of compute type `from`) to a `bits`-bit integer as
+// floatToSaturatedInt does, as an i64 expression.
+std::string saturatedInt(const std::string& v, DType from, unsigned bits, bool isSigned) {
+  int width = static_cast<int>(bits);
+  double lo = isSigned ? -std::ldexp(1.0, width - 1) : 0.0;
+  double end = std::ldexp(1.0, isSigned ? width - 1 : width);
+  uint64_t top = bits == 64 ? 0x7ffffffffffffc00ull : (uint64_t{1} << (isSigned ? bits - 1 : bits)) - 1;
+  bool f32 = from == DType::F32;
+  double below = f32 ? static_cast<double>(std::nextafter(static_cast<float>(end), 0.0f)) : std::nextafter(end, 0.0);
+  return str(f32 ? "kf_sat_f32(" : "kf_sat_f64(", v, ", ", hexFloat(lo, f32), ", ", hexFloat(below, f32), ", ",
+             i64Literal(static_cast<int64_t>(top)), ")");
+}
+
+std::string truthy(const std::string& v, DType from) {
+  if (from == DType::Bool) return v;
+  if (isFloatType(from)) return str("(", v, " != ", from == DType::F32 ? "0.0f" : "0.0", ")");
+  return str("(", v, " != 0ll)");
+}
+
+}  // namespace
+
+Status checkEmittable(const ScalarNode& root) {
+  std::unordered_set<const ScalarNode*> seen;
+  std::vector<const ScalarNode*> work{&root};
+  while (!work.empty()) {
+    const ScalarNode* n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second) continue;
+    KF_RETURN_IF_ERROR(checkNode(*n));
+    for (const ScalarRef& a : n->args) work.push_back(a.get());
+  }
+  return Status::ok();
+}
+
+std::string convertExpr(const std::string& v, DType from, DType to) {
+  if (from == to) return v;
+  if (to == DType::Bool) return truthy(v, from);
+  if (isFloatType(to)) return str("(", computeCType(to), ")(", v, ")");  // bool -> 0/1, i64 and floats round
+  if (from == DType::Bool) return str("(kf_i64)(", v, ")");
+  return saturatedInt(v, from, 64, /*isSigned=*/true);  // float -> i64
+}
+
+std::string loadConvertExpr(const std::string& raw, DType storage) {
+  switch (storage) {
+    case DType::F16: return str("kf_half_to_float(", raw, ")");
+    case DType::BF16: return str("kf_bf16_to_float(", raw, ")");
+    case DType::I32:
+    case DType::I8:
+    case DType::U8: return str("(kf_i64)(", raw, ")");
+    case DType::Bool: return str("(", raw, " != 0)");  // any nonzero byte reads as true
+    default: return raw;
+  }
+}
+
+std::string storeConvertExpr(const std::string& v, DType from, DType storage) {
+  switch (storage) {
+    case DType::F32:
+    case DType::F64: return convertExpr(v, from, storage);
+    case DType::F16: return str("kf_float_to_half(", convertExpr(v, from, DType::F32), ")");
+    case DType::BF16: return str("kf_float_to_bf16(", convertExpr(v, from, DType::F32), ")");
+    case DType::Bool: return str("(kf_u8)", truthy(v, from));
+    default: break;
+  }
+  std::string_view type = storageCType(storage);
+  if (from == DType::Bool) return str("(", type, ")(", v, ")");
+  unsigned bits = static_cast<unsigned>(dtypeSize(storage) * 8);
+  if (isFloatType(from)) return str("(", type, ")", saturatedInt(v, from, bits, storage != DType::U8));
+  switch (storage) {  // from i64
+    case DType::I32: return str("(kf_i32)kf_clamp(", v, ", -2147483648ll, 2147483647ll)");
+    case DType::I8: return str("(kf_i8)kf_clamp(", v, ", -128ll, 127ll)");
+    case DType::U8: return str("(kf_u8)kf_clamp(", v, ", 0ll, 255ll)");
+    default: return v;
+  }
+}
+
+std::string constantExpr(double c, DType type) {
+  switch (type) {
+    case DType::F32: return floatLiteral(static_cast<float>(c));
+    case DType::F64: return doubleLiteral(c);
+    case DType::Bool: return c != 0 ? "true" : "false";
+    default: {
+      constexpr double kTwo63 = 0x1p63;
+      int64_t i = std::isnan(c) ? 0 : c >= kTwo63 ? std::numeric_limits<int64_t>::max()
+                                      : c < -kTwo63 ? std::numeric_limits<int64_t>::min()
+                                                    : static_cast<int64_t>(c);
+      return i64Literal(i);
+    }
+  }
+}
+
+std::string ScalarEmitter::emit(const ScalarNode& n) {
+  if (auto it = memo_.find(&n); it != memo_.end()) return it->second;
+  std::string v = emitNode(n);
+  memo_.emplace(&n, v);
+  return v;
+}
+
+std::string ScalarEmitter::emitNode(const ScalarNode& n) {
+  if (n.op == ScalarOp::Const) return constantExpr(n.constant, n.type);
+  std::string expr;
+  if (n.op == ScalarOp::Input || n.op == ScalarOp::Index) {
+    expr = leaves_(n);
+  } else {
+    std::vector<std::string> a;
+    for (const ScalarRef& arg : n.args) a.push_back(emit(*arg));
+    auto t = [&](size_t i) { return truthy(a[i], n.args[i]->type); };
+    switch (n.op) {
+      case ScalarOp::Cast: expr = convertExpr(a[0], n.args[0]->type, n.type); break;
+      case ScalarOp::Not: expr = str("!", t(0)); break;
+      case ScalarOp::And: expr = str("(", t(0), " && ", t(1), ")"); break;
+      case ScalarOp::Or: expr = str("(", t(0), " || ", t(1), ")"); break;
+      case ScalarOp::Select: expr = str("(", t(0), " ? ", a[1], " : ", a[2], ")"); break;
+      default:
+        if (isComparison(n.op)) {
+          static constexpr const char* kOps[] = {"<", "<=", ">", ">=", "==", "!="};
+          expr = str("(", a[0], " ", kOps[static_cast<int>(n.op) - static_cast<int>(ScalarOp::Lt)], " ", a[1], ")");
+        } else if (kindOf(n.op) == Kind::Unary) {
+          expr = unaryExpr(n, a[0]);
+        } else {
+          expr = binaryExpr(n, a[0], a[1]);
+        }
+    }
+  }
+  std::string var = w_.fresh("v");
+  w_.line("const ", computeCType(n.type), " ", var, " = ", expr, ";");
+  return var;
+}
+
+std::string ScalarEmitter::unaryExpr(const ScalarNode& n, const std::string& x) {
+  if (n.type == DType::I64) {
+    switch (n.op) {
+      case ScalarOp::Neg: return str("kf_neg(", x, ")");
+      case ScalarOp::Abs: return str("kf_iabs(", x, ")");
+      default: return x;  // Floor, Ceil
+    }
+  }
+  bool f = n.type == DType::F32;
+  auto call = [&](const char* name) { return str(name, f ? "f(" : "(", x, ")"); };
+  switch (n.op) {
+    case ScalarOp::Neg: return str("-", x);
+    case ScalarOp::Abs: return call("fabs");
+    case ScalarOp::Exp: return call("exp");
+    case ScalarOp::Expm1: return call("expm1");
+    case ScalarOp::Log: return call("log");
+    case ScalarOp::Log1p: return call("log1p");
+    case ScalarOp::Sqrt: return call("sqrt");
+    case ScalarOp::Rsqrt: return str(f ? "1.0f / sqrtf(" : "1.0 / sqrt(", x, ")");
+    case ScalarOp::Tanh: return call("tanh");
+    case ScalarOp::Erf: return call("erf");
+    case ScalarOp::Sin: return call("sin");
+    case ScalarOp::Cos: return call("cos");
+    case ScalarOp::Floor: return call("floor");
+    case ScalarOp::Ceil: return call("ceil");
+    default: return x;  // unreachable after checkEmittable
+  }
+}
+
+std::string ScalarEmitter::binaryExpr(const ScalarNode& n, const std::string& x, const std::string& y) {
+  if (n.type == DType::Bool) {  // Mul, Max: and / or; Min: and
+    return str("(", x, n.op == ScalarOp::Max ? " || " : " && ", y, ")");
+  }
+  if (n.type == DType::I64) {
+    switch (n.op) {
+      case ScalarOp::Add: return str("kf_add(", x, ", ", y, ")");
+      case ScalarOp::Sub: return str("kf_sub(", x, ", ", y, ")");
+      case ScalarOp::Mul: return str("kf_mul(", x, ", ", y, ")");
+      case ScalarOp::Div: return str("kf_idiv(", x, ", ", y, ")");
+      // evaluateScalar computes pow in double; the result goes back to i64 as a cast does.
+      case ScalarOp::Pow:
+        return convertExpr(str("pow((double)", x, ", (double)", y, ")"), DType::F64, DType::I64);
+      case ScalarOp::Max: return str("kf_imax(", x, ", ", y, ")");
+      default: return str("kf_imin(", x, ", ", y, ")");
+    }
+  }
+  switch (n.op) {
+    case ScalarOp::Add: return str(x, " + ", y);
+    case ScalarOp::Sub: return str(x, " - ", y);
+    case ScalarOp::Mul: return str(x, " * ", y);
+    case ScalarOp::Div: return str(x, " / ", y);
+    case ScalarOp::Pow: return str(n.type == DType::F32 ? "powf(" : "pow(", x, ", ", y, ")");
+    case ScalarOp::Max: return str("kf_nanmax(", x, ", ", y, ")");
+    default: return str("kf_nanmin(", x, ", ", y, ")");
+  }
+}
+
+}  // namespace kfuse::cuda

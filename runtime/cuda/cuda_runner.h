@@ -1,0 +1,85 @@
+// Runs a CudaProgram (program.h) on the first CUDA device: one stream, one
+// device allocation holding every planned buffer (the plan's resident region
+// and arena at their planned offsets), the kernels' scratch and cuBLASLt's
+// workspace; parameters and optimizer state stay on the device between runs
+// and are uploaded again only when the module's data changed; reference
+// steps run on the host between device steps. With `cudaGraph`, the first
+// run captures every device step of the plan as a CUDA Graph and later runs
+// replay it: one launch per run from the host.
+//
+// Nothing here needs a GPU to build; create() fails with a message naming
+// why (no driver, no device, out of memory) and leaves nothing allocated.
+#pragma once
+
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+
+#include "ir/interpreter.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/program.h"
+#include "runtime/plan.h"
+
+namespace kfuse::cuda {
+
+struct CudaRunnerOptions {
+  bool cudaGraph = false;
+};
+
+class CudaRunner {
+ public:
+  static Expected<std::unique_ptr<CudaRunner>> create(std::shared_ptr<const Plan> plan, CudaProgram program,
+                                                      CudaRunnerOptions opts = {});
+  ~CudaRunner();
+  CudaRunner(const CudaRunner&) = delete;
+  CudaRunner& operator=(const CudaRunner&) = delete;
+
+  // Runs the plan with the module's parameters; returns outputs and the new
+  // values of updated parameters (which stay on the device as well).
+  Expected<InterpreterResult> run(const Module& m, const std::vector<Tensor>& args);
+
+  // Launches issued from the host so far: kernels and matmuls, or one per
+  // graph replay.
+  uint64_t launches() const { return launches_; }
+  uint64_t bytesAllocated() const { return bytes_; }
+  const Plan& plan() const { return *plan_; }
+  const CudaProgram& program() const { return program_; }
+
+ private:
+  CudaRunner(std::shared_ptr<const Plan> plan, CudaProgram program, CudaRunnerOptions opts)
+      : plan_(std::move(plan)), program_(std::move(program)), opts_(opts) {}
+  Status init();
+  CUdeviceptr pointer(int buffer) const { return base_ + offsets_[static_cast<size_t>(plan_->storageOf(buffer))]; }
+  Status upload(int buffer, const Tensor& t);
+  Expected<Tensor> download(int buffer) const;
+  Status uploadParams(const Module& m);
+  Status runDeviceStep(const StepProgram& s);
+  Status runHostStep(const Step& s);
+  Status runMatmul(const MatmulCall& c);
+  Status launch(const KernelLaunch& l);
+  Status check(const char* call, CUresult r) const;
+
+  std::shared_ptr<const Plan> plan_;
+  CudaProgram program_;
+  CudaRunnerOptions opts_;
+  const DriverApi* cu_ = nullptr;
+  const BlasLtApi* lt_ = nullptr;
+  cublasLtHandle_t ltHandle_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::vector<CUmodule> modules_;
+  std::map<std::pair<int, std::string>, CUfunction> functions_;
+  int smCount_ = 0;
+  CUdeviceptr base_ = 0;
+  uint64_t bytes_ = 0;
+  std::vector<uint64_t> offsets_;  // per storage buffer, in the allocation
+  uint64_t scratchOffset_ = 0, workspaceOffset_ = 0;
+  // What the device holds per parameter: the module tensor it came from
+  // and a host copy of its bytes (an unchanged value is not uploaded again).
+  std::map<std::string, std::pair<const Tensor*, Tensor>> resident_;
+  CUgraph graph_ = nullptr;
+  CUgraphExec graphExec_ = nullptr;
+  uint64_t launches_ = 0;
+};
+
+}  // namespace kfuse::cuda

@@ -1,0 +1,119 @@
+// GPU tests of the cuda target (ctest label `gpu`). Every test skips, with
+// the reason, on a machine without an NVIDIA driver or device; with one:
+//   - every suite model's plan on the GPU against the reference
+//     interpreter (every fused kernel, GEMM and reference step of it);
+//   - spiral MLP training, step by step, against the cpu target (1e-4 rel);
+//   - a CUDA Graph replay gives the same bits as the plain launches;
+//   - the launches counted equal the program's device launches per run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "codegen/backend.h"
+#include "codegen/cuda/executor.h"
+#include "codegen/plan/plan_builder.h"
+#include "runtime/cuda/driver.h"
+#include "tests/cuda/suite_models.h"
+#include "tests/unit/test_util.h"
+
+namespace kfuse {
+namespace {
+
+#define KF_REQUIRE_GPU()                                                          \
+  do {                                                                            \
+    if (auto d = cuda::loadDriver(); !d) GTEST_SKIP() << d.error().message();     \
+  } while (0)
+
+// The function's arguments for one run: the sample batch (and, for a
+// training step, labels, learning rate and step number).
+std::vector<Tensor> argsOf(const test::SuiteModel& s) {
+  std::vector<Tensor> args = s.sampleInputs;
+  if (s.training) {
+    args.push_back(s.sampleLabels);
+    args.push_back(Tensor::scalar(DType::F32, 0.01));
+    Tensor step(TensorType(DType::I64, {}));
+    step.as<int64_t>()[0] = 1;
+    args.push_back(std::move(step));
+  }
+  return args;
+}
+
+class GpuSuite : public testing::TestWithParam<std::string> {};
+
+TEST_P(GpuSuite, MatchesTheInterpreter) {
+  KF_REQUIRE_GPU();
+  auto model = test::buildSuiteModel(GetParam(), "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  const Graph& fn = *model->function;
+  std::vector<Tensor> args = argsOf(*model);
+  auto want = interpret(fn, args);
+  ASSERT_TRUE(want) << want.error().message();
+  auto exec = cuda::createCudaExecutor();
+  auto got = exec->run(fn, args);
+  ASSERT_TRUE(got) << got.error().message();
+  ASSERT_EQ(got->outputs.size(), want->outputs.size());
+  for (size_t i = 0; i < got->outputs.size(); ++i)
+    EXPECT_EQ(test::compareTensors(got->outputs[i], want->outputs[i], 1e-4, 1e-4), "") << "output " << i;
+  ASSERT_EQ(got->updates.size(), want->updates.size());
+  for (const auto& [name, t] : want->updates)
+    EXPECT_EQ(test::compareTensors(got->updates.at(name), t, 1e-4, 1e-4), "") << "update of @" << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Suite, GpuSuite, testing::ValuesIn(test::suiteModelNames()));
+
+TEST(GpuTraining, SpiralLossesMatchTheCpuTarget) {
+  KF_REQUIRE_GPU();
+  auto gpu = test::buildSuiteModel("spiral_mlp_train", "cuda");
+  auto cpu = test::buildSuiteModel("spiral_mlp_train", "cpu");
+  ASSERT_TRUE(gpu) << gpu.error().message();
+  ASSERT_TRUE(cpu) << cpu.error().message();
+  for (int step = 0; step < 20; ++step) {
+    auto g = gpu->trainer->step(gpu->sampleInputs, gpu->sampleLabels, 0.01);
+    auto c = cpu->trainer->step(cpu->sampleInputs, cpu->sampleLabels, 0.01);
+    ASSERT_TRUE(g) << g.error().message();
+    ASSERT_TRUE(c) << c.error().message();
+    EXPECT_LE(std::fabs(*g - *c), 1e-4 * std::fabs(*c)) << "step " << step << ": gpu " << *g << ", cpu " << *c;
+  }
+}
+
+TEST(GpuGraph, ReplayGivesIdenticalResultsWithOneLaunch) {
+  KF_REQUIRE_GPU();
+  auto model = test::buildSuiteModel("spiral_mlp_train", "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  std::vector<Tensor> args = argsOf(*model);
+  auto plain = cuda::createCudaExecutor();
+  cuda::CudaExecutorOptions go;
+  go.cudaGraph = true;
+  auto graph = cuda::createCudaExecutor(go);
+  auto want = plain->run(*model->function, args);
+  ASSERT_TRUE(want) << want.error().message();
+  for (int replay = 0; replay < 3; ++replay) {
+    auto got = graph->run(*model->function, args);
+    ASSERT_TRUE(got) << got.error().message();
+    for (size_t i = 0; i < want->outputs.size(); ++i)
+      EXPECT_EQ(test::compareTensors(got->outputs[i], want->outputs[i], 0, 0), "") << "replay " << replay;
+    for (const auto& [name, t] : want->updates)
+      EXPECT_EQ(test::compareTensors(got->updates.at(name), t, 0, 0), "") << "@" << name << ", replay " << replay;
+  }
+  EXPECT_EQ(graph->launches(), 3u);
+}
+
+TEST(GpuLaunches, CountedOncePerDeviceLaunch) {
+  KF_REQUIRE_GPU();
+  auto model = test::buildSuiteModel("spiral_mlp_train", "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  auto plan = buildPlan(*model->function);
+  ASSERT_TRUE(plan) << plan.error().message();
+  auto program = cuda::emitProgram(*plan, cuda::CudaCompileOptions{});
+  ASSERT_TRUE(program) << program.error().message();
+  size_t perRun = 0;
+  for (const auto& s : program->steps) perRun += s.launches.size() + (s.matmul ? 1 : 0);
+  auto exec = cuda::createCudaExecutor();
+  std::vector<Tensor> args = argsOf(*model);
+  ASSERT_TRUE(exec->run(*model->function, args));
+  ASSERT_TRUE(exec->run(*model->function, args));
+  EXPECT_EQ(exec->launches(), 2 * perRun);
+}
+
+}  // namespace
+}  // namespace kfuse

@@ -1,0 +1,36 @@
+// The models of the CUDA suite as plans for the cuda target, built with the
+// C++ tracing frontend (no ONNX needed, so the GPU machine, which builds
+// without ONNX, has the same models): the spiral MLP training step (Adam),
+// the larger MLP 784-512-512-10 training step (Adam), a small CNN
+// (conv-bn-relu, pooling, linear) training step and inference, ResNet-18
+// inference and a transformer encoder block inference. Shapes are small:
+// kernel source does not depend on batch size beyond its constants.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/plan.h"
+#include "runtime/trainer.h"
+
+namespace kfuse::test {
+
+struct SuiteModel {
+  std::string name;
+  bool training = false;
+  std::unique_ptr<Module> module;     // inference: the module, prepared for the target
+  std::unique_ptr<Trainer> trainer;   // training: owns the module and @train_step
+  const Graph* function = nullptr;    // the function to plan / run
+  std::vector<Tensor> sampleInputs;   // inference: the inputs; training: the batch
+  Tensor sampleLabels;                // training only
+};
+
+// Names of every suite model, in a fixed order.
+std::vector<std::string> suiteModelNames();
+// Builds `name` for `target` (fusion on). Training models get their trainer
+// created with `target`.
+Expected<SuiteModel> buildSuiteModel(const std::string& name, const std::string& target);
+
+}  // namespace kfuse::test
