@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace kfuse {
@@ -31,25 +33,77 @@ struct Conv {
   int64_t row(int64_t ch, int64_t ky, int64_t kx) const {
     return c.filterLast ? (ky * c.kw + kx) * cg + ch : (ch * c.kh + ky) * c.kw + kx;
   }
-  T input(const T* x, int64_t n, int64_t ch, int64_t iy, int64_t ix) const {
-    if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.wd) return T(0);
-    return c.channelsLast ? x[((n * c.h + iy) * c.wd + ix) * c.c + ch] : x[((n * c.c + ch) * c.h + iy) * c.wd + ix];
-  }
-
   // NCHW: col is [taps, pixels]; NHWC: [pixels, taps] (so GEMM writes NHWC rows).
   void im2col(const T* x, int64_t n, int64_t g, T* col) const {
-    for (int64_t ch = 0; ch < cg; ++ch)
+    if (c.channelsLast)
+      im2colPixels(x, n, g, col);
+    else
+      im2colRows(x, n, g, col);
+  }
+
+  // The output columns ox whose input column ox * stride + off lies inside
+  // the image: [lo, hi).
+  std::pair<int64_t, int64_t> validColumns(int64_t off) const {
+    int64_t lo = 0;
+    while (lo < c.ow && lo * c.strideW + off < 0) ++lo;
+    int64_t hi = c.ow;
+    while (hi > lo && (hi - 1) * c.strideW + off >= c.wd) --hi;
+    return {lo, hi};
+  }
+
+  // NCHW: one col row per (channel, tap) holds a strided window of one input
+  // plane, copied a row of the output at a time (a memcpy at stride 1), with
+  // the padding's zeros written around it.
+  void im2colRows(const T* x, int64_t n, int64_t g, T* col) const {
+    for (int64_t ch = 0; ch < cg; ++ch) {
+      const T* plane = x + (n * c.c + g * cg + ch) * c.h * c.wd;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          int64_t r = row(ch, ky, kx);
-          for (int64_t oy = 0; oy < c.oh; ++oy)
-            for (int64_t ox = 0; ox < c.ow; ++ox) {
-              T v = input(x, n, g * cg + ch, oy * c.strideH - c.padTop + ky * c.dilH,
-                          ox * c.strideW - c.padLeft + kx * c.dilW);
-              int64_t p = oy * c.ow + ox;
-              col[static_cast<size_t>(c.channelsLast ? p * taps + r : r * pixels + p)] = v;
+          T* dst = col + row(ch, ky, kx) * pixels;
+          int64_t off = kx * c.dilW - c.padLeft;
+          auto [lo, hi] = validColumns(off);
+          for (int64_t oy = 0; oy < c.oh; ++oy, dst += c.ow) {
+            int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+            if (iy < 0 || iy >= c.h) {
+              std::fill(dst, dst + c.ow, T(0));
+              continue;
             }
+            const T* src = plane + iy * c.wd + off;
+            std::fill(dst, dst + lo, T(0));
+            if (c.strideW == 1)
+              std::copy(src + lo, src + hi, dst + lo);
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * c.strideW];
+            std::fill(dst + hi, dst + c.ow, T(0));
+          }
         }
+    }
+  }
+
+  // NHWC: one col row per output pixel; each tap reads the group's cg
+  // contiguous channels of one input pixel (one copy when the filter is
+  // OHWI, whose taps keep channels innermost too).
+  void im2colPixels(const T* x, int64_t n, int64_t g, T* col) const {
+    for (int64_t oy = 0; oy < c.oh; ++oy)
+      for (int64_t ox = 0; ox < c.ow; ++ox) {
+        T* dst = col + (oy * c.ow + ox) * taps;
+        for (int64_t ky = 0; ky < c.kh; ++ky)
+          for (int64_t kx = 0; kx < c.kw; ++kx) {
+            int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+            int64_t ix = ox * c.strideW - c.padLeft + kx * c.dilW;
+            bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.wd;
+            const T* src = inside ? x + ((n * c.h + iy) * c.wd + ix) * c.c + g * cg : nullptr;
+            if (c.filterLast) {
+              T* d = dst + (ky * c.kw + kx) * cg;
+              if (inside)
+                std::copy(src, src + cg, d);
+              else
+                std::fill(d, d + cg, T(0));
+            } else {
+              for (int64_t ch = 0; ch < cg; ++ch) dst[row(ch, ky, kx)] = inside ? src[ch] : T(0);
+            }
+          }
+      }
   }
 
   void run(const T* x, const T* w, const T* bias, T* y, T* col) const {
