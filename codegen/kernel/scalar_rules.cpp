@@ -1,0 +1,98 @@
+#include "codegen/kernel/scalar_rules.h"
+
+#include <unordered_set>
+#include <vector>
+
+#include "ir/support/strings.h"
+
+namespace kfuse::kernel {
+
+ScalarKind kindOf(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::Const:
+    case ScalarOp::Input:
+    case ScalarOp::Index: return ScalarKind::Leaf;
+    case ScalarOp::Select: return ScalarKind::Ternary;
+    default: return op >= ScalarOp::Add ? ScalarKind::Binary : ScalarKind::Unary;
+  }
+}
+
+size_t arity(ScalarKind k) {
+  return k == ScalarKind::Leaf ? 0 : k == ScalarKind::Unary ? 1 : k == ScalarKind::Binary ? 2 : 3;
+}
+
+bool isComputeType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::I64 || t == DType::Bool; }
+bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
+bool isComparison(ScalarOp op) { return op >= ScalarOp::Lt && op <= ScalarOp::Ne; }
+
+namespace {
+
+// Result types an op is implemented for, its operands sharing that type
+// (comparisons: any operand type, bool result).
+bool typeSupported(ScalarOp op, DType t) {
+  switch (op) {
+    case ScalarOp::Const:
+    case ScalarOp::Input:
+    case ScalarOp::Index:
+    case ScalarOp::Cast:
+    case ScalarOp::Select: return true;
+    case ScalarOp::Neg:
+    case ScalarOp::Abs:
+    case ScalarOp::Floor:
+    case ScalarOp::Ceil:
+    case ScalarOp::Add:
+    case ScalarOp::Sub:
+    case ScalarOp::Div:
+    case ScalarOp::Pow: return t != DType::Bool;
+    case ScalarOp::Mul:
+    case ScalarOp::Max:
+    case ScalarOp::Min: return true;
+    case ScalarOp::Not:
+    case ScalarOp::And:
+    case ScalarOp::Or: return t == DType::Bool;
+    default:
+      if (isComparison(op)) return t == DType::Bool;
+      return isFloatType(t);  // exp, log, tanh, ...: no i64 or bool holds their results
+  }
+}
+
+// Operands that must have the node's own type.
+bool operandsShareResultType(ScalarOp op) {
+  return kindOf(op) != ScalarKind::Leaf && op != ScalarOp::Cast && op != ScalarOp::Not && op != ScalarOp::And &&
+         op != ScalarOp::Or && op != ScalarOp::Select && !isComparison(op);
+}
+
+Status checkNode(const ScalarNode& n, std::string_view backend) {
+  auto where = [&] { return str(scalarOpName(n.op), " of type ", dtypeName(n.type)); };
+  if (n.args.size() != arity(kindOf(n.op)))
+    return Error(str(where(), " has ", n.args.size(), " operands, expected ", arity(kindOf(n.op))));
+  if (!isComputeType(n.type)) return Error(str(where(), ": not a compute type"));
+  if (!typeSupported(n.op, n.type)) return Error(str("the ", backend, " backend does not implement ", where()));
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    if (!n.args[i]) return Error(str(where(), ": operand ", i, " is null"));
+    DType a = n.args[i]->type;
+    bool mustMatch = operandsShareResultType(n.op) || (n.op == ScalarOp::Select && i > 0);
+    if (mustMatch && a != n.type) return Error(str(where(), ": operand ", i, " has type ", dtypeName(a)));
+  }
+  if (isComparison(n.op) && n.args[0]->type != n.args[1]->type)
+    return Error(str(where(), ": operands have types ", dtypeName(n.args[0]->type), " and ",
+                     dtypeName(n.args[1]->type)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status checkScalarProgram(const ScalarNode& root, std::string_view backend) {
+  std::unordered_set<const ScalarNode*> seen;
+  std::vector<const ScalarNode*> work{&root};
+  while (!work.empty()) {
+    const ScalarNode* n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second) continue;
+    KF_RETURN_IF_ERROR(checkNode(*n, backend));
+    for (const ScalarRef& a : n->args) work.push_back(a.get());
+  }
+  return Status::ok();
+}
+
+}  // namespace kfuse::kernel

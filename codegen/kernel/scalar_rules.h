@@ -1,0 +1,30 @@
+// The scalar programs every code generator implements: the structural
+// facts about ScalarOp (leaf, unary, binary, ternary), the compute types, and
+// which result types each op is defined for, shared by the LLVM and CUDA C
+// emitters so that the two accept exactly the same kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ir/scalar_expr.h"
+#include "ir/support/expected.h"
+
+namespace kfuse::kernel {
+
+enum class ScalarKind : uint8_t { Leaf, Unary, Binary, Ternary };
+
+ScalarKind kindOf(ScalarOp op);
+size_t arity(ScalarKind k);
+// f32, f64, i64 and bool: the types scalar programs compute in.
+bool isComputeType(DType t);
+bool isFloatType(DType t);
+bool isComparison(ScalarOp op);
+
+// Checks every node of the DAG under `root`: arity, compute types, operand
+// types, and that the op is implemented for its type. `backend` names the
+// code generator in the message ("the CPU backend does not implement ...").
+Status checkScalarProgram(const ScalarNode& root, std::string_view backend);
+
+}  // namespace kfuse::kernel
