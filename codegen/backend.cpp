@@ -13,6 +13,7 @@
 #include "codegen/cpu/jit.h"
 #endif
 #if KFUSE_HAS_CUDA
+#include "codegen/cuda/compiler.h"
 #include "codegen/cuda/executor.h"
 #include "codegen/cuda/target.h"
 #endif
@@ -98,15 +99,34 @@ std::vector<std::string> availableTargets() {
 }
 std::string defaultTarget() { return "cpu"; }
 
+namespace {
+
+Expected<std::string> kernelIR(const Plan& plan) {
+  std::string out;
+  for (const kernel::Kernel& k : plan.kernels) out += kernel::printKernel(k) + "\n";
+  return out;
+}
+
+#if KFUSE_HAS_CUDA
+// Every compilation unit of the plan, before NVRTC (so it works without a
+// GPU), for the default architecture.
+Expected<std::string> cudaSource(const Plan& plan) {
+  KF_ASSIGN_OR_RETURN(cuda::EmittedProgram program, cuda::emitProgram(plan, cuda::CudaCompileOptions{}));
+  return cuda::programSource(program);
+}
+#endif
+
+}  // namespace
+
 Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_view layout) {
   KF_RETURN_IF_ERROR(parseLayoutMode(layout).status());
   // Layout selection after simplification and before fusion, with the
   // target's measured cost model (passes/layout_cost.cpp).
   std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
-  if (target == "interpreter") return Backend{"interpreter", prepare, {}};
-  if (target == "cpu") return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup};
+  if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}};
+  if (target == "cpu") return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR};
 #if KFUSE_HAS_CUDA
-  if (target == "cuda") return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup};
+  if (target == "cuda") return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource};
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }

@@ -3,6 +3,7 @@
 // fusion pass's legality hook), and an executor that runs functions on it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct Backend {
   // target generates kernels.
   std::string pipeline;
   GroupChecker canFormLaunch;  // empty where nothing is fused (interpreter)
+  // The code this target generates for a plan's kernels, as `kfuse opt
+  // --print-kernels` shows it: kernel IR for cpu (the LLVM IR is derived
+  // from it), CUDA C for cuda. Empty for the interpreter.
+  std::function<Expected<std::string>(const Plan&)> kernelSource;
 };
 
 // `fuse` false gives the same pipeline without fusion (--no-fuse), so every

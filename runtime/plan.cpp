@@ -58,7 +58,7 @@ std::string bufferList(const Plan& p, const std::vector<int>& ids) {
 
 std::string printPlan(const Plan& p) {
   std::ostringstream os;
-  os << "plan @" << p.function << ": " << p.buffers.size() << " buffers, " << p.launches() << " launches, arena "
+  os << "plan @" << p.function << ": " << p.buffers.size() << " buffers, " << p.launches() << (p.launches() == 1 ? " launch, arena " : " launches, arena ")
      << p.arenaBytes << " bytes, resident " << p.residentBytes << " bytes\n";
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanBuffer& b = p.buffers[i];

@@ -14,5 +14,8 @@ config.test_exec_root = os.path.join(config.kfuse_obj_root, "tests", "lit")
 config.environment["PATH"] = os.pathsep.join(
     [config.kfuse_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# Tests of the cuda target (CUDA C generation, no GPU needed): REQUIRES: cuda.
+if config.kfuse_with_cuda.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("cuda")
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%examples", os.path.join(config.kfuse_src_root, "examples")))

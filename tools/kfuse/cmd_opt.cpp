@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <iostream>
 
+#include "codegen/backend.h"
 #include "codegen/kernel/lower.h"
 #include "codegen/plan/plan_builder.h"
 #include "tools/kfuse/dot.h"
 #include "ir/module_io.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/support/strings.h"
 #include "ir/support/file_io.h"
 #include "passes/layout_cost.h"
 #include "passes/pass_manager.h"
@@ -30,18 +32,21 @@ struct OptArgs {
   bool printKernels = false;
   std::string layout;  // --layout: mode of a `layout` pass without mode=
   bool noInplace = false;
+  std::string target = defaultTarget();  // fusion legality and --print-kernels' code
 };
 
 // Every function's plan (its launches: kernel bundles, library calls with
-// their epilogues, reference ops) and its kernels as kernel IR.
-Status printKernels(const Module& m, bool inplace) {
+// their epilogues, reference ops) and its kernels as the target generates
+// them (kernel IR for cpu, CUDA C for cuda).
+Status printKernels(const Module& m, const Backend& backend, bool inplace) {
   for (const auto& f : m.functions()) {
     KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f, PlanOptions{inplace}));
     size_t launches = plan.launches();
     std::cout << "// ----- kernels of @" << f->name() << ": " << launches << (launches == 1 ? " launch" : " launches")
               << " -----\n";
     std::cout << printPlan(plan) << "\n";
-    for (const kernel::Kernel& k : plan.kernels) std::cout << kernel::printKernel(k) << "\n";
+    KF_ASSIGN_OR_RETURN(std::string source, backend.kernelSource(plan));
+    std::cout << source;
   }
   return Status::ok();
 }
@@ -56,6 +61,10 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
     return false;
   };
   if (auto v = a.instr.validate(); !v) return reportError("opt", v.error());
+  auto backend = backendFor(a.target);
+  if (!backend) return reportError("opt", backend.error());
+  if (a.printKernels && !backend->kernelSource)
+    return reportError("opt", Error(str("--print-kernels: target ", a.target, " generates no kernels")));
   if (!a.instr.stopAfter.empty() && !named(a.instr.stopAfter))
     return reportError("opt", Error("--stop-after=" + a.instr.stopAfter + " names no pass of the pipeline"));
   Instrumentation instr = a.instr.toInstrumentation();
@@ -66,7 +75,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   PassContext ctx;
   ctx.diag = &diag;
   ctx.remarks = a.remarks;
-  ctx.canFormLaunch = kernel::checkGroup;
+  ctx.canFormLaunch = backend->canFormLaunch;
   ctx.layoutMode = a.layout;
   Status s = pm.run(**module, ctx);
   if (!s) return reportError("opt", s.error());
@@ -79,7 +88,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
     if (auto w = writeFileAtomically(a.dot, cli::toDot(*f)); !w) return reportError("opt", w.error());
   }
   if (a.printKernels) {
-    if (auto s = printKernels(**module, !a.noInplace); !s) return reportError("opt", s.error());
+    if (auto s = printKernels(**module, *backend, !a.noInplace); !s) return reportError("opt", s.error());
   } else if (!a.output.empty()) {
     if (auto w = writeModuleFile(**module, a.output); !w) return reportError("opt", w.error());
   } else if (!instrumentedPrint) {
@@ -143,7 +152,11 @@ Action addOptCommand(CLI::App& app) {
   cmd->add_option("--dot", a->dot, "Write a function as Graphviz DOT, fused groups as clusters");
   cmd->add_option("--dot-function", a->dotFunction, "The function --dot draws (default: the first)");
   cmd->add_flag("--print-kernels", a->printKernels,
-                "Print the kernel IR of every function's plan instead of the module");
+                "Print every function's plan and its kernels as the target generates them (kernel IR for cpu, "
+                "CUDA C for cuda) instead of the module");
+  cmd->add_option("--target", a->target,
+                  str("Target whose fusion legality and kernels to use: ", join(availableTargets(), ", "),
+                      " (default ", defaultTarget(), ")"));
   cmd->add_flag("--no-inplace", a->noInplace, "With --print-kernels: plan without in-place rewriting");
   cmd->add_option("--layout", a->layout,
                   "Mode of the layout pass (auto, nchw, nhwc) where the pipeline gives it none");
