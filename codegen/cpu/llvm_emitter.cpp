@@ -4,13 +4,12 @@
 #include <functional>
 #include <limits>
 #include <string_view>
-#include <unordered_set>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include "codegen/cpu/loop_space.h"
+#include "codegen/kernel/index_space.h"
 #include "codegen/cpu/scalar_emitter.h"
 #include "codegen/cpu/storage.h"
 #include "ir/support/strings.h"
@@ -55,20 +54,6 @@ Value* combine(llvm::IRBuilderBase& b, Combiner c, DType t, Value* acc, Value* v
   return acc;
 }
 
-// Accumulator leaves an expression reads.
-std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root) {
-  std::unordered_set<size_t> accs;
-  std::unordered_set<const ScalarNode*> seen;
-  std::function<void(const ScalarNode&)> walk = [&](const ScalarNode& n) {
-    if (!seen.insert(&n).second) return;
-    auto i = static_cast<size_t>(n.input);
-    if (n.op == ScalarOp::Input && i >= k.firstAccumulator() && i < k.firstGlobal()) accs.insert(i - k.firstAccumulator());
-    for (const ScalarRef& a : n.args) walk(*a);
-  };
-  walk(root);
-  return accs;
-}
-
 // A position in the index space: the element offset of every access (loads,
 // then stores) and the index of every kernel dim.
 struct Point {
@@ -79,7 +64,7 @@ struct Point {
 class KernelEmitter {
  public:
   KernelEmitter(const Kernel& k, llvm::Module& m)
-      : k_(k), loops_(buildLoops(k)), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_) {}
+      : k_(k), loops_(kernel::buildSpaces(k)), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_) {}
 
   llvm::Function* run();
 
@@ -89,7 +74,7 @@ class KernelEmitter {
 
   Point origin();
   void emitLoop(int64_t extent, const char* name, const std::function<void(Value*)>& body);
-  void emitNest(const LoopSpace& space, size_t level, const Point& at, const Body& body);
+  void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body);
   void emitPrologue();
   void emitOuterPoint(const Point& p);
   void emitReductionGroup(size_t first, size_t last, const Point& p);
@@ -102,7 +87,7 @@ class KernelEmitter {
   llvm::AllocaInst* slot(DType t, const char* name);
 
   const Kernel& k_;
-  KernelLoops loops_;
+  kernel::KernelSpaces loops_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   llvm::Function* fn_ = nullptr;
@@ -199,7 +184,7 @@ llvm::Function* KernelEmitter::run() {
   for (const auto& g : k_.globals) initGlobal(g, "global");
 
   invariantLoads_.assign(k_.loads.size(), nullptr);
-  if (!loops_.outer.empty) {
+  if (!loops_.outer.empty()) {
     hoistInvariantLoads();
     if (!k_.prologue.empty()) emitPrologue();
     emitNest(loops_.outer, 0, origin(), [&](const Point& p) { emitOuterPoint(p); });
@@ -266,12 +251,12 @@ void KernelEmitter::emitLoop(int64_t extent, const char* name, const std::functi
 // times its counter to the offsets of the accesses that move with it, so the
 // innermost loop does one add per moving access (loop-invariant parts stay
 // in the loops they belong to).
-void KernelEmitter::emitNest(const LoopSpace& space, size_t level, const Point& at, const Body& body) {
+void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body) {
   if (level == space.dims.size()) {
     body(at);
     return;
   }
-  const LoopDim& dim = space.dims[level];
+  const kernel::SpaceDim& dim = space.dims[level];
   const char* name = &space == &loops_.outer ? "outer" : "reduce";
   emitLoop(dim.extent, name, [&](Value* iv) {
     Point inner = at;
@@ -309,7 +294,7 @@ void KernelEmitter::emitOuterPoint(const Point& p) {
   for (size_t first = 0; first < k_.reductions.size();) {
     size_t last = first + 1;
     while (last < k_.reductions.size()) {
-      auto reads = accumulatorsRead(k_, *k_.reductions[last].value);
+      auto reads = kernel::accumulatorsRead(k_, *k_.reductions[last].value);
       bool dependent = false;
       for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
       if (dependent) break;
@@ -331,7 +316,7 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
     slots.push_back(slot(types.back(), "acc"));
     b_.CreateStore(initialValue(b_, red.combiner, types.back()), slots.back());
   }
-  if (!loops_.reduce.empty) {
+  if (!loops_.reduce.empty()) {
     emitNest(loops_.reduce, 0, p, [&](const Point& q) {
       Site site(*this, q);
       for (size_t r = first; r < last; ++r) {
@@ -363,7 +348,7 @@ void KernelEmitter::emitStores(Site& site, StoreScope scope) {
 void KernelEmitter::emitElementStores(const Point& p) {
   bool any = false;
   for (const auto& s : k_.stores) any |= s.scope == StoreScope::Element;
-  if (!any || loops_.reduce.empty) return;
+  if (!any || loops_.reduce.empty()) return;
   emitNest(loops_.reduce, 0, p, [&](const Point& q) {
     Site site(*this, q);
     emitStores(site, StoreScope::Element);

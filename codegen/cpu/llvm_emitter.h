@@ -17,7 +17,7 @@
 // compute type (consecutive reductions that do not read each other share a
 // loop), the element stores in a loop over the reduce space, the row stores
 // and the globals; final stores last. Dims of extent 1 vanish and
-// contiguous dims merge (loop_space.h).
+// contiguous dims merge (codegen/kernel/index_space.h).
 #pragma once
 
 #include <llvm/IR/Function.h>

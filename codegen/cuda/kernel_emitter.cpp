@@ -407,20 +407,6 @@ void FunctionEmitter::emitReductionGroup(size_t first, size_t last, const std::v
   for (size_t r = first; r < last; ++r) emitTeamReduce(k_.reductions[r].combiner, accType(r), accNames_[r]);
 }
 
-// Accumulators an expression reads.
-std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root) {
-  std::unordered_set<size_t> accs;
-  std::unordered_set<const ScalarNode*> seen;
-  std::function<void(const ScalarNode&)> walk = [&](const ScalarNode& n) {
-    if (!seen.insert(&n).second) return;
-    auto i = static_cast<size_t>(n.input);
-    if (n.op == ScalarOp::Input && i >= k.firstAccumulator() && i < k.firstGlobal()) accs.insert(i - k.firstAccumulator());
-    for (const ScalarRef& a : n.args) walk(*a);
-  };
-  walk(root);
-  return accs;
-}
-
 void FunctionEmitter::emitRows() {
   const int64_t n = spaces_.outer.points;
   const int threads = opts_.threads;
@@ -440,7 +426,7 @@ void FunctionEmitter::emitRows() {
   for (size_t first = 0; first < k_.reductions.size();) {
     size_t last = first + 1;
     while (last < k_.reductions.size()) {
-      auto reads = accumulatorsRead(k_, *k_.reductions[last].value);
+      auto reads = kernel::accumulatorsRead(k_, *k_.reductions[last].value);
       bool dependent = false;
       for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
       if (dependent) break;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "codegen/cpu/compile.h"
-#include "codegen/cpu/loop_space.h"
+#include "codegen/kernel/index_space.h"
 #include "tests/codegen/jit_harness.h"
 #include "tests/codegen/kernel_builder.h"
 
@@ -56,7 +56,7 @@ TEST(CpuJit, MillionElementKernelIsVectorized) {
 
 TEST(CpuJit, ContiguousDimsMergeIntoOneVectorLoop) {
   Kernel k = fma("fma3d", {7, 3, 129});
-  cpu::KernelLoops loops = cpu::buildLoops(k);
+  kernel::KernelSpaces loops = kernel::buildSpaces(k);
   ASSERT_EQ(loops.outer.dims.size(), 1u);
   EXPECT_EQ(loops.outer.dims[0].extent, 7 * 3 * 129);
   EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
@@ -69,7 +69,7 @@ TEST(CpuJit, LoopSpaceKeepsBroadcastIndexedAndDropsUnitDims) {
   Scalar v = b.loadAxes(x, {0, 2, 3, 5}) + b.loadAxes(y, {3}) + cast(Scalar::index(0), DType::F32);
   b.storeAxes(b.output(DType::F32, {4, 5, 6}), {0, 2, 3}, b.reduce(Combiner::Sum, v), StoreScope::Row);
   Kernel k = b.build();
-  cpu::KernelLoops loops = cpu::buildLoops(k);
+  kernel::KernelSpaces loops = kernel::buildSpaces(k);
   // Dim 0 is read by an Index leaf, dims 2 and 3 are not contiguous for y
   // (broadcast along 2 only), dim 1 and reduce dim 4 have extent 1.
   ASSERT_EQ(loops.outer.dims.size(), 3u);

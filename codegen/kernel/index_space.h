@@ -1,0 +1,51 @@
+// The index spaces a kernel's code walks, shared by the CPU and CUDA
+// emitters. Dims of extent 1 are dropped (their index is always 0), and
+// neighbouring dims that every access walks contiguously merge (outer with
+// outer, reduce with reduce, never across), so an elementwise kernel over
+// [1000, 3] is one dim of 3000: one loop the LLVM vectorizer can use on the
+// CPU, no division on the GPU. Merging keeps the row-major visiting order,
+// so reductions and globals fold in the order kernel_ir.h defines; a dim an
+// Index leaf reads is never merged, since its index would have to be
+// recovered with a division.
+#pragma once
+
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "codegen/kernel/kernel_ir.h"
+
+namespace kfuse::kernel {
+
+// One dim. `strides` has one entry per access (Kernel::loads, then
+// Kernel::stores), in elements.
+struct SpaceDim {
+  int64_t extent = 1;
+  std::vector<int64_t> strides;
+  int kernelDim = -1;  // the kernel dim an Index leaf reads as this index; -1 when merged
+};
+
+struct Space {
+  std::vector<SpaceDim> dims;  // outermost first
+  int64_t points = 1;          // product of extents (0 when some kernel dim is 0)
+  bool empty() const { return points == 0; }
+};
+
+struct KernelSpaces {
+  Space outer;
+  Space reduce;
+};
+
+// Number of accesses (loads + stores) whose strides a SpaceDim carries.
+inline size_t numAccesses(const Kernel& k) { return k.loads.size() + k.stores.size(); }
+
+// The spaces of a verified kernel.
+KernelSpaces buildSpaces(const Kernel& k);
+
+// Kernel dims some Index leaf reads, anywhere in the kernel.
+std::vector<bool> dimsReadByIndexLeaves(const Kernel& k);
+
+// The accumulators (reduction indices) an expression reads.
+std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root);
+
+}  // namespace kfuse::kernel
