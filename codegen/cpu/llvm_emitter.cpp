@@ -289,20 +289,7 @@ void KernelEmitter::emitPrologue() {
 
 void KernelEmitter::emitOuterPoint(const Point& p) {
   accs_.assign(k_.reductions.size(), nullptr);
-  // A reduction joins the previous one's loop unless it reads an accumulator
-  // of that loop, which is final only after it.
-  for (size_t first = 0; first < k_.reductions.size();) {
-    size_t last = first + 1;
-    while (last < k_.reductions.size()) {
-      auto reads = kernel::accumulatorsRead(k_, *k_.reductions[last].value);
-      bool dependent = false;
-      for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
-      if (dependent) break;
-      ++last;
-    }
-    emitReductionGroup(first, last, p);
-    first = last;
-  }
+  for (auto [first, last] : kernel::reductionGroups(k_)) emitReductionGroup(first, last, p);
   emitElementStores(p);
   emitRowLevel(p);
 }

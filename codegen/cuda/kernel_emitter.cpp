@@ -423,18 +423,7 @@ void FunctionEmitter::emitRows() {
   w_.line("const ", idx_, " o = base + tx;");
   w_.line("[[maybe_unused]] const bool active = o < ", n, ";");
   std::vector<std::string> outer = decompose(spaces_.outer, "o", "d");
-  for (size_t first = 0; first < k_.reductions.size();) {
-    size_t last = first + 1;
-    while (last < k_.reductions.size()) {
-      auto reads = kernel::accumulatorsRead(k_, *k_.reductions[last].value);
-      bool dependent = false;
-      for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
-      if (dependent) break;
-      ++last;
-    }
-    emitReductionGroup(first, last, outer);
-    first = last;
-  }
+  for (auto [first, last] : kernel::reductionGroups(k_)) emitReductionGroup(first, last, outer);
   bool anyElement = false, anyRow = false;
   for (const auto& s : k_.stores) {
     anyElement |= s.scope == StoreScope::Element;

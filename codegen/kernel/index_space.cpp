@@ -1,6 +1,7 @@
 #include "codegen/kernel/index_space.h"
 
 #include <functional>
+#include <unordered_set>
 
 namespace kfuse::kernel {
 namespace {
@@ -59,6 +60,17 @@ void visitNodes(const ScalarNode& root, std::unordered_set<const ScalarNode*>& s
   }
 }
 
+// The accumulators (reduction indices) an expression reads.
+std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root) {
+  std::unordered_set<size_t> accs;
+  std::unordered_set<const ScalarNode*> seen;
+  visitNodes(root, seen, [&](const ScalarNode& n) {
+    auto i = static_cast<size_t>(n.input);
+    if (n.op == ScalarOp::Input && i >= k.firstAccumulator() && i < k.firstGlobal()) accs.insert(i - k.firstAccumulator());
+  });
+  return accs;
+}
+
 }  // namespace
 
 std::vector<bool> dimsReadByIndexLeaves(const Kernel& k) {
@@ -80,14 +92,21 @@ KernelSpaces buildSpaces(const Kernel& k) {
   return {buildSpace(k, k.outer, 0, indexed), buildSpace(k, k.reduce, k.outer.size(), indexed)};
 }
 
-std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root) {
-  std::unordered_set<size_t> accs;
-  std::unordered_set<const ScalarNode*> seen;
-  visitNodes(root, seen, [&](const ScalarNode& n) {
-    auto i = static_cast<size_t>(n.input);
-    if (n.op == ScalarOp::Input && i >= k.firstAccumulator() && i < k.firstGlobal()) accs.insert(i - k.firstAccumulator());
-  });
-  return accs;
+std::vector<std::pair<size_t, size_t>> reductionGroups(const Kernel& k) {
+  std::vector<std::pair<size_t, size_t>> groups;
+  for (size_t first = 0; first < k.reductions.size();) {
+    size_t last = first + 1;
+    while (last < k.reductions.size()) {
+      std::unordered_set<size_t> reads = accumulatorsRead(k, *k.reductions[last].value);
+      bool dependent = false;
+      for (size_t r = first; r < last; ++r) dependent |= reads.count(r) > 0;
+      if (dependent) break;
+      ++last;
+    }
+    groups.emplace_back(first, last);
+    first = last;
+  }
+  return groups;
 }
 
 }  // namespace kfuse::kernel

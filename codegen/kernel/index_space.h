@@ -10,7 +10,7 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "codegen/kernel/kernel_ir.h"
@@ -45,7 +45,9 @@ KernelSpaces buildSpaces(const Kernel& k);
 // Kernel dims some Index leaf reads, anywhere in the kernel.
 std::vector<bool> dimsReadByIndexLeaves(const Kernel& k);
 
-// The accumulators (reduction indices) an expression reads.
-std::unordered_set<size_t> accumulatorsRead(const Kernel& k, const ScalarNode& root);
+// The reductions as consecutive groups [first, last) that can share one
+// pass over the row: a reduction joins the previous one's group unless it
+// reads an accumulator of that group, which is final only after it.
+std::vector<std::pair<size_t, size_t>> reductionGroups(const Kernel& k);
 
 }  // namespace kfuse::kernel
