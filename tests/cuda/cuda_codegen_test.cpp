@@ -11,6 +11,7 @@
 #include "codegen/backend.h"
 #include "codegen/cuda/compiler.h"
 #include "codegen/cuda/kernel_emitter.h"
+#include "ir/support/strings.h"
 #include "runtime/cuda/driver.h"
 #include "tests/codegen/kernel_builder.h"
 
