@@ -201,8 +201,15 @@ const Param* Module::findParam(std::string_view name) const {
 void Module::setParamData(std::string_view name, Tensor data, bool backedByFile) {
   Param* p = findParam(name);
   assert(p && data.type().byteSize() == p->type.byteSize());
-  p->data = std::make_shared<const Tensor>(data.withType(p->type));
+  p->data = std::make_shared<const Tensor>(data.type() == p->type ? std::move(data) : data.withType(p->type));
   p->backedByFile = backedByFile;
+}
+
+void Module::setParamData(std::string_view name, std::shared_ptr<const Tensor> data) {
+  Param* p = findParam(name);
+  assert(p && data && data->type().byteSize() == p->type.byteSize());
+  p->data = data->type() == p->type ? std::move(data) : std::make_shared<const Tensor>(data->withType(p->type));
+  p->backedByFile = false;
 }
 
 Graph* Module::addFunction(std::string name) {

@@ -233,6 +233,9 @@ class Module {
   const Param* findParam(std::string_view name) const;
   const std::vector<std::unique_ptr<Param>>& params() const { return params_; }
   void setParamData(std::string_view name, Tensor data, bool backedByFile = false);
+  // Shares `data` (no copy) when its type is the parameter's, else retypes a
+  // copy (same bytes, the declared shape and layout).
+  void setParamData(std::string_view name, std::shared_ptr<const Tensor> data);
 
   Graph* addFunction(std::string name);
   Graph* findFunction(std::string_view name) const;

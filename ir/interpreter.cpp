@@ -61,7 +61,8 @@ Expected<InterpreterResult> interpret(const Graph& g, const std::vector<Tensor>&
   }
   InterpreterResult r;
   for (Value* v : g.results()) r.outputs.push_back(env.at(v));
-  for (const StateUpdate& u : g.stateUpdates()) r.updates.emplace(u.param, env.at(u.value));
+  for (const StateUpdate& u : g.stateUpdates())
+    r.updates.emplace(u.param, std::make_shared<const Tensor>(env.at(u.value)));
   return r;
 }
 

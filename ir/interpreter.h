@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@ namespace kfuse {
 struct InterpreterResult {
   std::vector<Tensor> outputs;
   // New values of parameters the function updates (state updates), by name.
-  std::map<std::string, Tensor> updates;
+  // Shared, so that applying them costs no copy and a device can tell that
+  // a parameter still holds the value it produced (runtime/cpu_runner.h).
+  std::map<std::string, std::shared_ptr<const Tensor>> updates;
 };
 
 // Evaluates one node on concrete operands with its op's reference

@@ -15,6 +15,13 @@ Tensor Tensor::fromDoubles(TensorType type, const std::vector<double>& values) {
 
 Tensor Tensor::scalar(DType dtype, double value) { return fromDoubles(TensorType(dtype, {}), {value}); }
 
+Tensor Tensor::copyOf(TensorType type, const std::byte* data) {
+  Tensor t;
+  t.bytes_.assign(data, data + type.byteSize());
+  t.type_ = std::move(type);
+  return t;
+}
+
 Tensor Tensor::withType(TensorType type) const {
   assert(type.byteSize() == type_.byteSize());
   Tensor t = *this;

@@ -19,6 +19,8 @@ class Tensor {
   static Tensor fromDoubles(TensorType type, const std::vector<double>& values);
   // Scalar (rank-0) tensor.
   static Tensor scalar(DType dtype, double value);
+  // A copy of type.byteSize() bytes at `data` (one pass: no zero-fill first).
+  static Tensor copyOf(TensorType type, const std::byte* data);
 
   const TensorType& type() const { return type_; }
   DType dtype() const { return type_.dtype; }

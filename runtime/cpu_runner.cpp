@@ -29,6 +29,8 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> ker
   for (size_t i = 0; i < p.buffers.size(); ++i)
     if (p.buffers[i].inPlace) writtenInPlace_[static_cast<size_t>(p.storageOf(static_cast<int>(i)))] = true;
   dying_.resize(p.steps.size());
+  last_.resize(p.updates.size());
+  spare_.resize(p.updates.size());
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanBuffer& b = p.buffers[i];
     // Inputs' resident copies are refilled every run, so they may die too.
@@ -57,12 +59,8 @@ Status CpuRunner::allocate() {
 
 namespace {
 
-// A Tensor holding a copy of a buffer (for the interpreter paths).
-Tensor copyOut(const std::byte* p, const TensorType& t) {
-  Tensor out(t);
-  if (out.byteSize() > 0) std::memcpy(out.data(), p, out.byteSize());
-  return out;
-}
+// A Tensor holding a copy of a buffer (outputs, updates, the interpreter paths).
+Tensor copyOut(const std::byte* p, const TensorType& t) { return Tensor::copyOf(t, p); }
 
 void copyIn(std::byte* p, const Tensor& t) {
   if (t.byteSize() > 0) std::memcpy(p, t.data(), t.byteSize());
@@ -119,10 +117,9 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
       case BufferKind::Input: copyIn(f.ptr[i], args[b.input]); break;
       case BufferKind::Param: {
         const std::shared_ptr<const Tensor>& data = m.findParam(b.param)->data;
-        if (writtenInPlace_[i] || uploaded_[i] != data) {
+        if (uploaded_[i] != data) {
           copyIn(f.ptr[i], *data);
-          // Storage the plan overwrites no longer holds the module's tensor.
-          uploaded_[i] = writtenInPlace_[i] ? nullptr : data;
+          uploaded_[i] = data;
         }
         break;
       }
@@ -146,9 +143,33 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
   }
   InterpreterResult r;
   for (int o : plan.outputs) r.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type));
-  for (const auto& [param, b] : plan.updates)
-    r.updates.emplace(param, copyOut(f.ptr[static_cast<size_t>(b)], plan.buffers[static_cast<size_t>(b)].type));
+  // Parameter storage the run overwrote holds the new value of the update
+  // written there, or nothing the module has.
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (writtenInPlace_[i]) uploaded_[i] = nullptr;
+  for (size_t u = 0; u < plan.updates.size(); ++u) {
+    const auto& [param, b] = plan.updates[u];
+    std::shared_ptr<Tensor> value = updateTensor(u, f.ptr[static_cast<size_t>(b)], plan.buffers[static_cast<size_t>(b)].type);
+    int storage = plan.storageOf(b);
+    if (plan.buffers[static_cast<size_t>(storage)].kind == BufferKind::Param) uploaded_[static_cast<size_t>(storage)] = value;
+    r.updates.emplace(param, std::move(value));
+  }
   return r;
+}
+
+std::shared_ptr<Tensor> CpuRunner::updateTensor(size_t u, const std::byte* p, const TensorType& t) {
+  // Two steps ago's value is free again once the caller has applied the
+  // step in between (only this runner holds it): refilling it skips an
+  // allocation and the page faults of fresh memory, per parameter per step.
+  std::shared_ptr<Tensor> value = std::move(spare_[u]);
+  if (value && value.use_count() == 1 && value->type() == t) {
+    if (t.byteSize() > 0) std::memcpy(value->data(), p, t.byteSize());
+  } else {
+    value = std::make_shared<Tensor>(copyOut(p, t));
+  }
+  spare_[u] = std::move(last_[u]);
+  last_[u] = value;
+  return value;
 }
 
 Status CpuRunner::runStep(const Step& s, Frame& f) {

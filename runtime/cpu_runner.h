@@ -25,9 +25,11 @@ struct CpuRunnerOptions {
 // plan's two regions (Plan::arenaBytes, Plan::residentBytes) and nothing
 // else that outlives a step; buffers sit at their planned offsets. Inputs
 // are copied in on every run, constants once, parameters when the module's
-// tensor changes and always when the plan writes them in place (the
-// module keeps the old value until the caller applies the updates, which
-// run() returns as copies).
+// tensor is not the one the resident copy holds. run() returns updates as
+// new tensors (the module keeps the old value until the caller applies
+// them); a parameter updated in place then holds exactly the returned
+// tensor, so a caller that applies the updates (a training loop) costs one
+// copy of the state per step, out, and none in.
 class CpuRunner {
  public:
   // `kernels[i]` runs plan->kernels[i]; empty or null entries use the kernel
@@ -57,6 +59,8 @@ class CpuRunner {
   Status runReference(const Step& s, Frame& f);
 
   Status allocate();
+  // A tensor holding update `u`'s new value, copied from `p`.
+  std::shared_ptr<Tensor> updateTensor(size_t u, const std::byte* p, const TensorType& t);
   void poison(int buffer, std::byte* p) const;
 
   std::shared_ptr<const Plan> plan_;
@@ -67,10 +71,14 @@ class CpuRunner {
   std::byte* arena_ = nullptr;
   std::byte* resident_ = nullptr;
   bool constantsCopied_ = false;
-  // Per buffer: the module tensor its resident copy holds (parameters).
+  // Per buffer: the tensor its resident copy holds (parameters); null when
+  // it holds none.
   std::vector<std::shared_ptr<const Tensor>> uploaded_;
   std::vector<bool> writtenInPlace_;   // parameter storage an update overwrites
   std::vector<std::vector<int>> dying_;  // per step: storage whose last use it is
+  // Per plan update: the tensor returned by the last run and the one before
+  // it, reused when nobody else holds it any more.
+  std::vector<std::shared_ptr<Tensor>> last_, spare_;
 };
 
 }  // namespace kfuse

@@ -158,17 +158,9 @@ Status CudaRunner::uploadParams(const Module& m) {
     const Param* param = m.findParam(buf.param);
     if (!param || !param->data) return Error(str("parameter @", buf.param, " has no data"));
     auto it = resident_.find(buf.param);
-    if (it != resident_.end()) {
-      const Tensor& held = it->second.second;
-      if (it->second.first == param->data.get()) continue;
-      if (held.byteSize() == param->data->byteSize() &&
-          std::memcmp(held.data(), param->data->data(), held.byteSize()) == 0) {
-        it->second.first = param->data.get();
-        continue;
-      }
-    }
+    if (it != resident_.end() && it->second == param->data) continue;
     KF_RETURN_IF_ERROR(upload(static_cast<int>(b), *param->data));
-    resident_[buf.param] = {param->data.get(), *param->data};
+    resident_[buf.param] = param->data;
   }
   return Status::ok();
 }
@@ -336,16 +328,19 @@ Expected<InterpreterResult> CudaRunner::run(const Module& m, const std::vector<T
   }
   for (const auto& [param, b] : p.updates) {
     KF_ASSIGN_OR_RETURN(Tensor t, download(b));
+    auto value = std::make_shared<const Tensor>(std::move(t));
     // The new value is what the device holds for the parameter from now on:
     // copy it into the parameter's own storage when the update was written
-    // elsewhere, and remember its bytes so that the next run uploads nothing.
+    // elsewhere, and remember the tensor so that, once the caller applies
+    // it, the next run uploads nothing.
     for (size_t pb = 0; pb < p.buffers.size(); ++pb) {
       if (p.buffers[pb].kind != BufferKind::Param || p.buffers[pb].param != param) continue;
-      if (p.storageOf(static_cast<int>(pb)) != p.storageOf(b) && t.byteSize() > 0)
-        KF_RETURN_IF_ERROR(check("cuMemcpyDtoD", cu_->memcpyDtoD(pointer(static_cast<int>(pb)), pointer(b), t.byteSize())));
-      resident_[param] = {nullptr, t};
+      if (p.storageOf(static_cast<int>(pb)) != p.storageOf(b) && value->byteSize() > 0)
+        KF_RETURN_IF_ERROR(
+            check("cuMemcpyDtoD", cu_->memcpyDtoD(pointer(static_cast<int>(pb)), pointer(b), value->byteSize())));
+      resident_[param] = value;
     }
-    r.updates.emplace(param, std::move(t));
+    r.updates.emplace(param, std::move(value));
   }
   KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
   return r;

@@ -74,9 +74,9 @@ class CudaRunner {
   uint64_t bytes_ = 0;
   std::vector<uint64_t> offsets_;  // per storage buffer, in the allocation
   uint64_t scratchOffset_ = 0, workspaceOffset_ = 0;
-  // What the device holds per parameter: the module tensor it came from
-  // and a host copy of its bytes (an unchanged value is not uploaded again).
-  std::map<std::string, std::pair<const Tensor*, Tensor>> resident_;
+  // What the device holds per parameter: the tensor it came from or the
+  // update it computed (a module still holding that tensor uploads nothing).
+  std::map<std::string, std::shared_ptr<const Tensor>> resident_;
   CUgraph graph_ = nullptr;
   CUgraphExec graphExec_ = nullptr;
   uint64_t launches_ = 0;

@@ -226,10 +226,10 @@ TEST(Importer, TrainingBatchNormUpdatesInitializerRunningStatistics) {
   auto out = interpret(g, {x});
   ASSERT_TRUE(out) << out.error().message();
   // mean {3, 0}; unbiased variance {14/3, 32/3}.
-  std::vector<double> mean = out->updates.at("bn.running_mean").toDoubles();
+  std::vector<double> mean = out->updates.at("bn.running_mean")->toDoubles();
   EXPECT_NEAR(mean[0], 0.9 * 0.5 + 0.1 * 3, 1e-6);
   EXPECT_NEAR(mean[1], 0.9 * -1 + 0.1 * 0, 1e-6);
-  std::vector<double> var = out->updates.at("bn.running_var").toDoubles();
+  std::vector<double> var = out->updates.at("bn.running_var")->toDoubles();
   EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 14 / 3, 1e-6);
   EXPECT_NEAR(var[1], 0.9 * 1 + 0.1 * 32 / 3, 1e-6);
 }

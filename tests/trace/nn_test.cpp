@@ -99,7 +99,7 @@ TEST(NnTrace, TrainModeBatchNormUpdatesItsBuffers) {
   EXPECT_EQ(updated, (Names{"bn.num_batches_tracked", "bn.running_mean", "bn.running_var"}));
   auto r = kfuse::interpret(g, {test::sample(f32({3, 4}))});
   ASSERT_TRUE(r) << r.error().message();
-  EXPECT_EQ(r->updates.at("bn.num_batches_tracked").at(0), 1);
+  EXPECT_EQ(r->updates.at("bn.num_batches_tracked")->at(0), 1);
 }
 
 TEST(NnTrace, TrainModeBatchNormNeedsMoreThanOneValuePerChannel) {

@@ -160,7 +160,7 @@ TEST_P(NnParity, MatchesPyTorch) {
     if (!key.starts_with("state.")) continue;
     auto it = result->updates.find(key.substr(6));
     ASSERT_NE(it, result->updates.end()) << "no state update of " << key.substr(6);
-    double d = test::maxAbsDiff(it->second, expected);
+    double d = test::maxAbsDiff(*it->second, expected);
     EXPECT_LE(d, kTolerance) << key;
     worst = std::max(worst, d);
   }

@@ -186,7 +186,7 @@ TEST(Tracer, ParametersAreSharedAndUpdatesAreSequential) {
   auto r = kfuse::interpret(*(*m)->functions()[0], {kfuse::Tensor::fromDoubles(f32({2}), {10, 20})});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->outputs[0].toDoubles(), (std::vector<double>{11, 22}));
-  EXPECT_EQ(r->updates.at("w").toDoubles(), (std::vector<double>{22, 44}));  // one update, the last
+  EXPECT_EQ(r->updates.at("w")->toDoubles(), (std::vector<double>{22, 44}));  // one update, the last
   EXPECT_EQ((*m)->functions()[0]->stateUpdates().size(), 1u);
 }
 
