@@ -10,11 +10,11 @@
 
 namespace kfuse {
 
-Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model, TrainerOptions opts) {
-  std::unique_ptr<Trainer> t(new Trainer());
-  if (model->functions().empty()) return Error("the model defines no function");
-  Graph* fwd = opts.forward.empty() ? model->functions().front().get() : model->findFunction(opts.forward);
+Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& opts) {
+  if (m.functions().empty()) return Error("the model defines no function");
+  Graph* fwd = opts.forward.empty() ? m.functions().front().get() : m.findFunction(opts.forward);
   if (!fwd) return Error(str("the model has no function @", opts.forward));
+  std::string forwardName = fwd->name();
   if (!cloneFunction(*fwd, "train_step")) return Error("the model already has a function @train_step");
 
   // The training pipeline: autodiff (loss, backward, optimizer) on the copy,
@@ -27,11 +27,16 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model
   pm.add(std::move(passes));
   PassContext ctx;
   ctx.canFormLaunch = backend.canFormLaunch;
-  KF_RETURN_IF_ERROR(pm.run(*model, ctx));
+  KF_RETURN_IF_ERROR(pm.run(m, ctx));
+  return TrainingFunctions{m.findFunction(forwardName), m.findFunction("train_step")};
+}
 
+Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model, TrainerOptions opts) {
+  std::unique_ptr<Trainer> t(new Trainer());
+  KF_ASSIGN_OR_RETURN(TrainingFunctions fns, buildTrainingStep(*model, opts));
   KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target, opts.execution));
-  t->forward_ = model->findFunction(fwd->name());
-  t->train_ = model->findFunction("train_step");
+  t->forward_ = fns.forward;
+  t->train_ = fns.step;
   t->module_ = std::move(model);
   t->opts_ = std::move(opts);
   return t;

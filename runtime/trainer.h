@@ -32,6 +32,18 @@ struct TrainerOptions {
   ExecutionOptions execution;
 };
 
+// The forward function and the @train_step built from it.
+struct TrainingFunctions {
+  Graph* forward = nullptr;
+  Graph* step = nullptr;
+};
+
+// Clones the forward (opts.forward, else the module's first function) into
+// @train_step, runs autodiff on it (loss, backward, optimizer), then the
+// target's pipeline over the module, instrumented as opts says. The
+// Trainer and `kfuse compile --train` both compile training this way.
+Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& opts);
+
 class Trainer {
  public:
   // Builds @train_step from the forward function and compiles it.

@@ -1,12 +1,16 @@
 #include "codegen/cpu/target.h"
 
 #include <mutex>
+#include <set>
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/Triple.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/SubtargetFeature.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/X86TargetParser.h>
 
 #include "ir/support/strings.h"
 
@@ -18,6 +22,30 @@ CpuTarget CpuTarget::host() {
   if (llvm::sys::getHostCPUFeatures(hostFeatures))
     for (const auto& f : hostFeatures) features.AddFeature(f.getKey(), f.getValue());
   return {llvm::sys::getProcessTriple(), llvm::sys::getHostCPUName().str(), features.getString()};
+}
+
+Expected<CpuTarget> CpuTarget::named(const std::string& cpu) {
+  CpuTarget t{llvm::sys::getProcessTriple(), cpu, ""};
+  KF_ASSIGN_OR_RETURN(auto tm, createTargetMachine(t, /*pic=*/false));
+  if (!tm->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return Error(str("unknown CPU '", cpu, "' for ", t.triple, " (llc-14 -mcpu=help lists the names)"));
+  return t;
+}
+
+Expected<std::vector<std::string>> enabledFeatures(const CpuTarget& target) {
+  std::set<std::string> on;
+  if (llvm::Triple(target.triple).isX86()) {
+    llvm::SmallVector<llvm::StringRef, 64> implied;
+    llvm::X86::getFeaturesForCPU(target.cpu, implied);
+    for (llvm::StringRef f : implied) on.insert(f.str());
+  }
+  // The feature string wins over the CPU name: "+avx2" adds, "-avx512f" removes.
+  for (const std::string& f : llvm::SubtargetFeatures(target.features).getFeatures()) {
+    if (f.size() < 2) continue;
+    if (f[0] == '+') on.insert(f.substr(1));
+    if (f[0] == '-') on.erase(f.substr(1));
+  }
+  return std::vector<std::string>(on.begin(), on.end());
 }
 
 void initializeNativeTarget() {

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <llvm/Target/TargetMachine.h>
 
@@ -18,7 +19,15 @@ struct CpuTarget {
 
   // The machine this process runs on, every feature it has.
   static CpuTarget host();
+  // A CPU by LLVM's name ("x86-64-v3", "skylake-avx512") on this machine's
+  // architecture, with the features that name implies; errors list nothing
+  // but say where to find the names (llc -mcpu=help).
+  static Expected<CpuTarget> named(const std::string& cpu);
 };
+
+// Every feature code for `target` may use, by LLVM's name ("avx2", "fma"):
+// those the CPU name implies and those the feature string adds.
+Expected<std::vector<std::string>> enabledFeatures(const CpuTarget& target);
 
 // Registers LLVM's native target, asm printer and parser. Runs once per
 // process whatever the number of callers or threads.

@@ -10,6 +10,8 @@
 #include "ir/parser.h"
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
+#include "runtime/package/package_runner.h"
+#include "tools/common/tensor_args.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
 #include "tools/kfuse/model_loader.h"
@@ -28,7 +30,7 @@ struct RunArgs {
   std::string outputDir;
   std::string outputFormat;  // npy or pb; default: pb when every input is .pb
   std::string function;
-  std::string target = defaultTarget();
+  std::string target;  // default: defaultTarget(), or a package's own
   bool noFuse = false;
   std::string layout = "auto";
   bool noInplace = false, poison = false;
@@ -56,61 +58,43 @@ Status writeTensorArg(const std::string& path, const Tensor& t, const std::strin
 #endif
 }
 
-// Output names become file names: characters that are not safe in one
-// (ONNX names like "/fc/Gemm_output_0") become '_'.
-std::string fileStem(const std::string& name) {
-  std::string out = name;
-  for (char& ch : out)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) ch = '_';
-  if (out.empty() || out[0] == '.') out = "_" + out;
+bool isPackagePath(const std::string& path) { return std::filesystem::path(path).extension() == ".kfpkg"; }
+
+std::vector<NamedType> signatureOf(const Graph& g) {
+  std::vector<NamedType> out;
+  for (const auto& a : g.arguments()) out.push_back({a->name(), a->type()});
   return out;
 }
 
-std::string summarize(const Tensor& t) {
-  std::vector<double> v = t.toDoubles();
-  std::ostringstream os;
-  os << formatType(t.type());
-  if (v.empty()) return os.str();
-  double lo = v[0], hi = v[0], sum = 0;
-  for (double x : v) {
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-    sum += x;
-  }
-  os << std::setprecision(6) << "  min " << lo << "  max " << hi << "  mean " << sum / static_cast<double>(v.size())
-     << "  [";
-  for (size_t i = 0; i < std::min<size_t>(v.size(), 6); ++i) os << (i ? ", " : "") << v[i];
-  os << (v.size() > 6 ? ", ...]" : "]");
-  return os.str();
+std::vector<NamedType> signatureOf(const std::vector<PackageTensor>& ts) {
+  std::vector<NamedType> out;
+  for (const PackageTensor& t : ts) out.push_back({t.name, t.type});
+  return out;
 }
 
-Expected<std::vector<Tensor>> gatherInputs(const Graph& g, const std::vector<std::string>& specs) {
-  std::map<std::string, std::string> files;
-  for (const std::string& s : specs) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-      return Error(str("--input expects NAME=FILE, got '", s, "'"));
-    std::string name = s.substr(0, eq);
-    if (!name.empty() && name[0] == '%') name = name.substr(1);
-    if (!g.findArgument(name)) {
-      std::vector<std::string> known;
-      for (const auto& a : g.arguments()) known.push_back(a->name());
-      return Error(str("--input names '", name, "', which is not an input of @", g.name(), " (inputs: ", join(known), ")"));
-    }
-    files[name] = s.substr(eq + 1);
-  }
-  std::vector<Tensor> args;
-  for (const auto& a : g.arguments()) {
-    auto it = files.find(a->name());
-    if (it == files.end())
-      return Error(str("missing --input for ", sigilName('%', a->name()), " : ", formatType(a->type())));
-    KF_ASSIGN_OR_RETURN(Tensor t, readTensorArg(it->second));
-    if (t.dtype() != a->type().dtype || t.shape() != a->type().shape)
-      return Error(str("input ", sigilName('%', a->name()), " from '", it->second, "' is ", formatType(t.type()),
-                       ", the model expects ", formatType(a->type())));
-    args.push_back(std::move(t));
-  }
-  return args;
+// A package runs as compiled: its target, pipeline and layout are fixed.
+int runPackage(const RunArgs& a, const std::string& format) {
+  auto pkg = Package::load(a.model);
+  if (!pkg) return reportError("run", pkg.error());
+  if (!a.target.empty() && a.target != (*pkg)->meta().target)
+    return reportError("run", Error(str("'", a.model, "' is compiled for target ", (*pkg)->meta().target,
+                                        ", not ", a.target)));
+  const PackageFunction* fn = a.function.empty() ? &(*pkg)->functions().front() : (*pkg)->function(a.function);
+  if (!fn) return reportError("run", Error(str("'", a.model, "' has no function @", a.function)));
+  auto args = gatherInputs(signatureOf(fn->inputs), fn->name, a.inputs, readTensorArg);
+  if (!args) return reportError("run", args.error());
+  PackageRunnerOptions ro;
+  ro.poison = a.poison;
+  auto runner = PackageRunner::create(*pkg, ro);
+  if (!runner) return reportError("run", runner.error());
+  auto outputs = (*runner)->run(fn->name, *args);
+  if (!outputs) return reportError("run", outputs.error());
+  std::vector<std::string> names;
+  for (const PackageTensor& t : fn->outputs) names.push_back(t.name);
+  if (Status s = reportOutputs(*outputs, names, a.outputDir, format, writeTensorArg); !s) return reportError("run", s.error());
+  std::cerr << "package " << a.model << " (" << (*pkg)->meta().target << "): " << (*runner)->launches()
+            << ((*runner)->launches() == 1 ? " launch\n" : " launches\n");
+  return 0;
 }
 
 int runRun(const RunArgs& a) {
@@ -125,12 +109,14 @@ int runRun(const RunArgs& a) {
   if (format != "npy" && format != "pb")
     return reportError("run", Error(str("--output-format must be npy or pb, got '", format, "'")));
   if (Status v = a.instr.validate(); !v) return reportError("run", v.error());
-  auto backend = backendFor(a.target, !a.noFuse, a.layout);
+  if (isPackagePath(a.model)) return runPackage(a, format);
+  std::string target = a.target.empty() ? defaultTarget() : a.target;
+  auto backend = backendFor(target, !a.noFuse, a.layout);
   if (!backend) return reportError("run", backend.error());
   ExecutionOptions exec;
   exec.inplace = !a.noInplace;
   exec.poison = a.poison;
-  auto executor = createExecutor(a.target, exec);
+  auto executor = createExecutor(target, exec);
   if (!executor) return reportError("run", executor.error());
   auto module = loadModel(a.model, opts);
   if (!module) return reportError("run", module.error());
@@ -140,7 +126,7 @@ int runRun(const RunArgs& a) {
   // target's passes run.
   const Graph* g = a.function.empty() ? m.functions().front().get() : m.findFunction(a.function);
   if (!g) return reportError("run", Error(str("'", a.model, "' has no function @", a.function)));
-  auto args = gatherInputs(*g, a.inputs);
+  auto args = gatherInputs(signatureOf(*g), g->name(), a.inputs, readTensorArg);
   if (!args) return reportError("run", args.error());
   // Output names too: the passes may replace a result (an identity of an
   // input, say) by a value with another name.
@@ -149,25 +135,9 @@ int runRun(const RunArgs& a) {
   if (Status s = prepareModule(m, *backend, a.instr.toInstrumentation()); !s) return reportError("run", s.error());
   auto result = (*executor)->run(*g, *args);
   if (!result) return reportError("run", result.error());
-  if (!a.outputDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.outputDir, ec);
-    if (ec) return reportError("run", Error(str("cannot create output directory '", a.outputDir, "': ", ec.message())));
-  }
-  std::set<std::string> stems;
-  for (size_t i = 0; i < result->outputs.size(); ++i) {
-    std::string name = outputNames[i];
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = str("output", i);
-    std::cout << name << ": " << summarize(result->outputs[i]) << "\n";
-    if (!a.outputDir.empty()) {
-      std::string stem = fileStem(name);
-      if (!stems.insert(stem).second) stem = str(stem, "_", i);
-      std::string path = (std::filesystem::path(a.outputDir) / (stem + "." + format)).string();
-      if (auto s = writeTensorArg(path, result->outputs[i], name); !s) return reportError("run", s.error());
-      std::cout << "  written to " << path << "\n";
-    }
-  }
-  if (const Plan* plan = (*executor)->planFor(*g)) std::cerr << "target " << a.target << ": " << plan->launches() << (plan->launches() == 1 ? " launch\n" : " launches\n");
+  if (Status s = reportOutputs(result->outputs, outputNames, a.outputDir, format, writeTensorArg); !s)
+    return reportError("run", s.error());
+  if (const Plan* plan = (*executor)->planFor(*g)) std::cerr << "target " << target << ": " << plan->launches() << (plan->launches() == 1 ? " launch\n" : " launches\n");
   return 0;
 }
 
@@ -176,7 +146,7 @@ int runRun(const RunArgs& a) {
 Action addRunCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a model on inputs, compiled for a target (default cpu) or interpreted");
   auto a = std::make_shared<RunArgs>();
-  cmd->add_option("model", a->model, "Model (.kir, or .onnx when built with ONNX support)")->required();
+  cmd->add_option("model", a->model, "Model (.kir, .kfpkg package, or .onnx when built with ONNX support)")->required();
   cmd->add_option("--input", a->inputs, "NAME=FILE for each input of the function (.npy, or ONNX TensorProto .pb)");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,...: the shape of ONNX input NAME (binds symbolic dimensions)");
   cmd->add_option("--output-dir", a->outputDir, "Write each output as NAME.npy (or NAME.pb) into DIR");

@@ -1,6 +1,7 @@
 // kfuse train: compile a model's training step once and train it on a
 // dataset, epoch by epoch.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -11,21 +12,21 @@
 #include "ir/support/strings.h"
 #include "ir/weights.h"
 #include "codegen/backend.h"
+#include "runtime/package/package_runner.h"
 #include "runtime/trainer.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
 #include "tools/kfuse/model_loader.h"
 #include "tools/kfuse/train_data.h"
+#include "tools/kfuse/train_flags.h"
 
 namespace kfuse::cli {
 namespace {
 
 struct TrainArgs {
   std::string model, data, xKey = "x", yKey = "y";
-  std::string loss = "cross_entropy", optimizer = "sgd";
-  double lr = 0.01, momentum = 0, dampening = 0, weightDecay = 0, eps = 1e-8;
-  bool nesterov = false;
-  std::vector<double> betas{0.9, 0.999};
+  OptimizerFlags opt;
+  double lr = 0.01;
   int64_t epochs = 1, batch = 0;
   bool noShuffle = false, allowNaN = false, noFuse = false, noInplace = false, poison = false;
   uint64_t seed = 0;
@@ -37,27 +38,8 @@ struct TrainArgs {
 
 Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   TrainerOptions o;
-  // "none" is meaningful to the autodiff pass, not to a training run.
-  if (a.loss != "cross_entropy" && a.loss != "mse")
-    return Error(str("unknown loss '", a.loss, "' (expected cross_entropy or mse)"));
-  if (a.optimizer != "sgd" && a.optimizer != "adam" && a.optimizer != "adamw")
-    return Error(str("unknown optimizer '", a.optimizer, "' (expected sgd, adam or adamw)"));
-  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
-  OptimizerOptions& opt = o.training.optimizer;
-  KF_ASSIGN_OR_RETURN(opt.kind, parseOptimizerKind(a.optimizer));
+  KF_ASSIGN_OR_RETURN(o.training, trainingOptions(a.opt));
   if (!(a.lr > 0)) return Error(str("--lr must be positive, got ", a.lr));
-  if (a.betas.size() != 2) return Error("--betas takes two values, e.g. --betas 0.9,0.999");
-  bool sgd = opt.kind == OptimizerKind::SGD;
-  if (!sgd && (a.momentum != 0 || a.nesterov || a.dampening != 0))
-    return Error(str("--momentum, --dampening and --nesterov are SGD options, not ", a.optimizer, "'s"));
-  opt.momentum = a.momentum;
-  opt.dampening = a.dampening;
-  opt.nesterov = a.nesterov;
-  // AdamW's default weight decay is 0.01, as in torch.optim.AdamW.
-  opt.weightDecay = a.weightDecay != 0 || opt.kind != OptimizerKind::AdamW ? a.weightDecay : 0.01;
-  opt.beta1 = a.betas[0];
-  opt.beta2 = a.betas[1];
-  opt.eps = a.eps;
   o.target = a.target;
   o.execution.inplace = !a.noInplace;
   o.execution.poison = a.poison;
@@ -103,9 +85,48 @@ Expected<ModelOptions> modelOptions(const std::vector<std::string>& specs) {
   return o;
 }
 
+// What the epoch loop trains: a model compiled now (Trainer), or a package
+// compiled before (PackageRunner).
+class Session {
+ public:
+  virtual ~Session() = default;
+  virtual Expected<double> step(const std::vector<Tensor>& inputs, const Tensor& labels, double lr) = 0;
+  virtual Expected<std::vector<Tensor>> eval(const std::vector<Tensor>& inputs) = 0;
+  virtual int64_t stepCount() const = 0;
+  virtual Status save(const std::string& path) const = 0;
+};
+
+class TrainerSession : public Session {
+ public:
+  explicit TrainerSession(std::unique_ptr<Trainer> t) : t_(std::move(t)) {}
+  Expected<double> step(const std::vector<Tensor>& in, const Tensor& y, double lr) override { return t_->step(in, y, lr); }
+  Expected<std::vector<Tensor>> eval(const std::vector<Tensor>& in) override { return t_->eval(in); }
+  int64_t stepCount() const override { return t_->stepCount(); }
+  Status save(const std::string& path) const override { return t_->save(path); }
+
+ private:
+  std::unique_ptr<Trainer> t_;
+};
+
+class PackageSession : public Session {
+ public:
+  explicit PackageSession(std::unique_ptr<PackageRunner> r) : r_(std::move(r)) {}
+  Expected<double> step(const std::vector<Tensor>& in, const Tensor& y, double lr) override {
+    return r_->trainStep(in, y, lr);
+  }
+  Expected<std::vector<Tensor>> eval(const std::vector<Tensor>& in) override {
+    return r_->run(r_->package().meta().training->forward, in);
+  }
+  int64_t stepCount() const override { return r_->stepCount(); }
+  Status save(const std::string& path) const override { return r_->saveWeights(path); }
+
+ private:
+  std::unique_ptr<PackageRunner> r_;
+};
+
 // The fraction of samples whose arg-max logit is the label, over the full
 // batches of the dataset (the forward is compiled for one batch size).
-Expected<double> accuracy(Trainer& t, const Dataset& d, int64_t batch) {
+Expected<double> accuracy(Session& t, const Dataset& d, int64_t batch) {
   std::vector<int64_t> order = epochOrder(d.size(), false, 0, 0);
   int64_t correct = 0, seen = 0;
   for (int64_t b = 0; b + batch <= d.size(); b += batch) {
@@ -123,31 +144,78 @@ Expected<double> accuracy(Trainer& t, const Dataset& d, int64_t batch) {
   return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
 }
 
+// What a training run needs before its first step.
+struct Prepared {
+  std::unique_ptr<Session> session;
+  Dataset data;
+  int64_t batch = 0;
+  LossKind loss = LossKind::CrossEntropy;
+};
+
+// A model: specialised to the batch, checked against the data, compiled.
+Expected<Prepared> prepareModel(const TrainArgs& a) {
+  KF_ASSIGN_OR_RETURN(TrainerOptions opts, trainerOptions(a));
+  KF_RETURN_IF_ERROR(a.instr.validate());
+  KF_ASSIGN_OR_RETURN(ModelOptions mopts, modelOptions(a.shapes));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadModel(a.model, mopts));
+  if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
+  Graph& forward = *model->functions().front();
+  const TensorType& in = forward.arguments().empty() ? TensorType() : forward.argument(0)->type();
+  Prepared p;
+  p.loss = opts.training.loss;
+  p.batch = a.batch > 0 ? a.batch : (in.rank() ? in.shape[0] : 1);
+  if (in.rank() && in.shape[0] != p.batch) {
+    if (auto s = specializeBatch(forward, p.batch); !s)
+      return s.error().context(str("--batch=", p.batch, " (the model is compiled for batch ", in.shape[0], ")"));
+  }
+  KF_ASSIGN_OR_RETURN(p.data, loadDataset(a.data, a.xKey, a.yKey, p.loss));
+  std::vector<NamedType> inputs;
+  for (const auto& arg : forward.arguments()) inputs.push_back({arg->name(), arg->type()});
+  KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name(), inputs, forward.resultTypes(), p.batch, p.loss));
+  if (!a.initWeights.empty()) KF_RETURN_IF_ERROR(loadInitWeights(*model, a.initWeights));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::create(std::move(model), opts));
+  p.session = std::make_unique<TrainerSession>(std::move(trainer));
+  return p;
+}
+
+// A training package: compiled with its loss, optimizer and batch size.
+Expected<Prepared> preparePackage(const TrainArgs& a) {
+  if (!(a.lr > 0)) return Error(str("--lr must be positive, got ", a.lr));
+  if (!a.initWeights.empty()) return Error("--init-weights: a package carries its weights (compile it with them)");
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<const Package> pkg, Package::load(a.model));
+  const std::optional<PackageTraining>& t = pkg->meta().training;
+  if (!t) return Error(str("'", a.model, "' is an inference package (compile it with --train to train from it)"));
+  const PackageFunction& forward = *pkg->function(t->forward);
+  Prepared p;
+  KF_ASSIGN_OR_RETURN(p.loss, parseLossKind(t->loss));
+  const TensorType& in = forward.inputs.empty() ? TensorType() : forward.inputs[0].type;
+  p.batch = in.rank() ? in.shape[0] : 1;
+  if (a.batch > 0 && a.batch != p.batch)
+    return Error(str("--batch=", a.batch, ": '", a.model, "' is compiled for batch ", p.batch));
+  KF_ASSIGN_OR_RETURN(p.data, loadDataset(a.data, a.xKey, a.yKey, p.loss));
+  std::vector<NamedType> inputs;
+  std::vector<TensorType> outputs;
+  for (const PackageTensor& x : forward.inputs) inputs.push_back({x.name, x.type});
+  for (const PackageTensor& x : forward.outputs) outputs.push_back(x.type);
+  KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name, inputs, outputs, p.batch, p.loss));
+  PackageRunnerOptions ro;
+  ro.poison = a.poison;
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<PackageRunner> runner, PackageRunner::create(pkg, ro));
+  std::cout << "package " << a.model << ": " << pkg->meta().target << ", loss " << t->loss << ", optimizer "
+            << t->optimizer << ", batch " << p.batch << "\n";
+  p.session = std::make_unique<PackageSession>(std::move(runner));
+  return p;
+}
+
 int runTrain(const TrainArgs& a) {
   auto fail = [](const Error& e) { return reportError("train", e); };
-  auto opts = trainerOptions(a);
-  if (!opts) return fail(opts.error());
-  if (auto v = a.instr.validate(); !v) return fail(v.error());
   if (a.epochs < 1) return fail(Error(str("--epochs must be at least 1, got ", a.epochs)));
-  auto mopts = modelOptions(a.shapes);
-  if (!mopts) return fail(mopts.error());
-  auto model = loadModel(a.model, *mopts);
-  if (!model) return fail(model.error());
-  if ((*model)->functions().empty()) return fail(Error(str("'", a.model, "' defines no function")));
-  Graph& forward = *(*model)->functions().front();
-  const TensorType& in = forward.arguments().empty() ? TensorType() : forward.argument(0)->type();
-  int64_t batch = a.batch > 0 ? a.batch : (in.rank() ? in.shape[0] : 1);
-  if (in.rank() && in.shape[0] != batch) {
-    if (auto s = specializeBatch(forward, batch); !s)
-      return fail(s.error().context(str("--batch=", batch, " (the model is compiled for batch ", in.shape[0], ")")));
-  }
-  auto data = loadDataset(a.data, a.xKey, a.yKey, opts->training.loss);
-  if (!data) return fail(data.error());
-  if (auto s = checkDataset(*data, forward, batch, opts->training.loss); !s) return fail(s.error());
-  if (!a.initWeights.empty())
-    if (auto s = loadInitWeights(**model, a.initWeights); !s) return fail(s.error());
-  auto trainer = Trainer::create(std::move(*model), *opts);
-  if (!trainer) return fail(trainer.error());
+  bool package = std::filesystem::path(a.model).extension() == ".kfpkg";
+  auto prepared = package ? preparePackage(a) : prepareModel(a);
+  if (!prepared) return fail(prepared.error());
+  Session& trainer = *prepared->session;
+  const Dataset* data = &prepared->data;
+  int64_t batch = prepared->batch;
 
   std::ofstream log;
   if (!a.logJson.empty()) {
@@ -163,11 +231,11 @@ int runTrain(const TrainArgs& a) {
     std::vector<int64_t> order = epochOrder(data->size(), !a.noShuffle, a.seed, epoch);
     double sum = 0;
     for (int64_t b = 0; b < batches; ++b) {
-      auto loss = (*trainer)->step({gatherRows(data->x, order, b * batch, batch)},
+      auto loss = trainer.step({gatherRows(data->x, order, b * batch, batch)},
                                    gatherRows(data->y, order, b * batch, batch), a.lr);
       if (!loss) return fail(loss.error());
       sum += *loss;
-      if (log) log << nlohmann::json{{"type", "step"}, {"epoch", epoch}, {"step", (*trainer)->stepCount()}, {"loss", *loss}} << "\n";
+      if (log) log << nlohmann::json{{"type", "step"}, {"epoch", epoch}, {"step", trainer.stepCount()}, {"loss", *loss}} << "\n";
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double mean = sum / static_cast<double>(batches), rate = static_cast<double>(batches * batch) / secs;
@@ -175,13 +243,13 @@ int runTrain(const TrainArgs& a) {
               << std::fixed << std::setprecision(1) << rate << " samples/s" << std::defaultfloat << "\n";
     if (log) log << nlohmann::json{{"type", "epoch"}, {"epoch", epoch}, {"loss", mean}, {"seconds", secs}, {"samples_per_s", rate}} << "\n";
   }
-  if (opts->training.loss == LossKind::CrossEntropy) {
-    auto acc = accuracy(**trainer, *data, batch);
+  if (prepared->loss == LossKind::CrossEntropy) {
+    auto acc = accuracy(trainer, *data, batch);
     if (!acc) return fail(acc.error());
     std::cout << "accuracy " << std::fixed << std::setprecision(2) << 100 * *acc << "%\n" << std::defaultfloat;
   }
   if (!a.saveWeights.empty()) {
-    if (auto s = (*trainer)->save(a.saveWeights); !s) return fail(s.error());
+    if (auto s = trainer.save(a.saveWeights); !s) return fail(s.error());
     std::cout << "weights written to " << a.saveWeights << "\n";
   }
   return 0;
@@ -192,19 +260,14 @@ int runTrain(const TrainArgs& a) {
 Action addTrainCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Compile a model's training step and train it on a dataset");
   auto a = std::make_shared<TrainArgs>();
-  cmd->add_option("model", a->model, "Model (.kir or .onnx); its first function is the forward")->required();
+  cmd->add_option("model", a->model,
+                  "Model (.kir or .onnx; its first function is the forward), or a training package (.kfpkg)")
+      ->required();
   cmd->add_option("--data", a->data, "Dataset (.npz or .safetensors) with inputs and labels")->required();
   cmd->add_option("--x-key", a->xKey, "Name of the input array (default x)");
   cmd->add_option("--y-key", a->yKey, "Name of the label array (default y)");
-  cmd->add_option("--loss", a->loss, "cross_entropy (class labels) or mse (targets)");
-  cmd->add_option("--optimizer", a->optimizer, "sgd, adam or adamw");
+  addOptimizerFlags(cmd, a->opt);
   cmd->add_option("--lr", a->lr, "Learning rate (a runtime input: changing it never recompiles)");
-  cmd->add_option("--momentum", a->momentum, "SGD momentum");
-  cmd->add_option("--dampening", a->dampening, "SGD dampening");
-  cmd->add_flag("--nesterov", a->nesterov, "SGD with Nesterov momentum");
-  cmd->add_option("--weight-decay", a->weightDecay, "Weight decay (AdamW: decoupled, default 0.01)");
-  cmd->add_option("--betas", a->betas, "Adam betas, e.g. 0.9,0.999")->delimiter(',')->expected(2);
-  cmd->add_option("--eps", a->eps, "Adam epsilon");
   cmd->add_option("--epochs", a->epochs, "Passes over the dataset");
   cmd->add_option("--batch", a->batch, "Samples per step (default: the model's batch dimension)");
   cmd->add_flag("--no-shuffle", a->noShuffle, "Keep the dataset order");

@@ -19,6 +19,8 @@ Action addOpsCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
 Action addStatsCommand(CLI::App& app);
 Action addMemoryCommand(CLI::App& app);
+Action addCompileCommand(CLI::App& app);
+Action addInspectCommand(CLI::App& app);
 #if KFUSE_WITH_ONNX
 Action addImportCommand(CLI::App& app);
 Action addTestOnnxCommand(CLI::App& app);

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   add(kfuse::cli::addTrainCommand);
   add(kfuse::cli::addStatsCommand);
   add(kfuse::cli::addMemoryCommand);
+  add(kfuse::cli::addCompileCommand);
+  add(kfuse::cli::addInspectCommand);
 #if KFUSE_WITH_ONNX
   add(kfuse::cli::addImportCommand);
   add(kfuse::cli::addTestOnnxCommand);

@@ -54,20 +54,21 @@ Expected<Dataset> loadDataset(const std::string& path, const std::string& xKey, 
   return d;
 }
 
-Status checkDataset(const Dataset& d, const Graph& forward, int64_t batch, LossKind loss) {
-  if (forward.arguments().size() != 1)
-    return Error(str("kfuse train feeds one input array, but @", forward.name(), " takes ",
-                     forward.arguments().size(), " inputs"));
-  const TensorType& in = forward.argument(0)->type();
+Status checkDataset(const Dataset& d, const std::string& forward, const std::vector<NamedType>& inputs,
+                    const std::vector<TensorType>& outputs, int64_t batch, LossKind loss) {
+  if (inputs.size() != 1)
+    return Error(str("kfuse train feeds one input array, but @", forward, " takes ", inputs.size(), " inputs"));
+  const TensorType& in = inputs[0].type;
   Shape sample(d.x.shape().begin() + 1, d.x.shape().end());
   Shape want(in.shape.begin() + (in.rank() ? 1 : 0), in.shape.end());
   if (sample != want || d.x.dtype() != in.dtype)
-    return Error(str("the model's input %", forward.argument(0)->name(), " is ", formatType(in),
+    return Error(str("the model's input %", inputs[0].name, " is ", formatType(in),
                      " (samples ", dtypeName(in.dtype), formatDims(want), "), but the data's samples are ",
                      dtypeName(d.x.dtype()), formatDims(sample)));
   if (batch > d.size())
     return Error(str("--batch=", batch, " is larger than the dataset (", d.size(), " samples)"));
-  const TensorType& out = forward.resultTypes().at(0);
+  if (outputs.empty()) return Error(str("@", forward, " returns nothing to train"));
+  const TensorType& out = outputs[0];
   if (loss == LossKind::CrossEntropy) {
     if (out.rank() != 2)
       return Error(str("cross_entropy needs logits [batch, classes], but the model returns ", formatType(out)));

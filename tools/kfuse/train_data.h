@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "passes/training.h"
+#include "tools/common/tensor_args.h"
 
 namespace kfuse::cli {
 
@@ -25,7 +26,9 @@ Expected<Dataset> loadDataset(const std::string& path, const std::string& xKey, 
 // Checks the data against the forward function for training with batches
 // of `batch` samples: sample shapes and dtypes, label dtype and range
 // (cross_entropy), target shapes (mse). Messages say what to change.
-Status checkDataset(const Dataset& d, const Graph& forward, int64_t batch, LossKind loss);
+// `inputs` and `outputs` are the forward's signature.
+Status checkDataset(const Dataset& d, const std::string& forward, const std::vector<NamedType>& inputs,
+                    const std::vector<TensorType>& outputs, int64_t batch, LossKind loss);
 
 // The order of samples in an epoch: 0..N-1, or a permutation drawn from a
 // seeded SplitMix64 generator with Fisher-Yates (the same on every platform).

@@ -1,0 +1,18 @@
+// From object files (compile.h's emitObject) to one shared object, with the
+// system's C compiler driver as the linker: what an AOT package carries as
+// its cpu kernels (runtime/package/cpu_code.h loads it).
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "ir/support/expected.h"
+
+namespace kfuse::cpu {
+
+// Links `objects` (ELF bytes) into a shared object that needs libm and libc
+// only. Temporary files live in a private directory, removed on return.
+// Errors quote the linker's output.
+Expected<std::string> linkSharedObject(std::span<const std::string> objects);
+
+}  // namespace kfuse::cpu

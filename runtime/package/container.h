@@ -1,0 +1,54 @@
+// The package file's container: named binary sections, each with a CRC-32,
+// behind a fixed header. Knows nothing of what the sections hold
+// (package.h does).
+//
+//   offset 0   magic "KFPKG\r\n\x1a" (a text-mode transfer or a foreign file
+//              shows up here), u32 format version, u32 section count,
+//              u32 CRC-32 of the section table, u32 reserved (0)
+//   offset 24  section table: per section a 56-byte entry: name (32 bytes,
+//              NUL-padded), u64 offset, u64 size, u32 CRC-32 of the
+//              section's bytes, u32 reserved (0)
+//   then       the sections' bytes, each at a 64-byte-aligned offset.
+// Integers are little-endian.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ir/support/expected.h"
+
+namespace kfuse::package {
+
+// The format this build writes, and the newest it reads.
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kMaxSectionName = 32;
+
+class ContainerWriter {
+ public:
+  // Names are unique, 1..31 printable ASCII characters.
+  void add(std::string name, std::string bytes);
+  // The whole file.
+  std::string finish() const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> sections_;
+};
+
+// Sections of a read container, as views into the caller's bytes.
+struct Container {
+  uint32_t version = 0;
+  std::vector<std::pair<std::string, std::string_view>> sections;  // in file order
+
+  // nullptr when absent.
+  const std::string_view* find(std::string_view name) const;
+};
+
+// Checks the header, the table and every section's bounds and checksum.
+// Errors start with `file` and say what is wrong: not a package, a newer
+// format, truncated (where), a corrupted section (which).
+Expected<Container> readContainer(std::string_view bytes, const std::string& file);
+
+}  // namespace kfuse::package

@@ -1,0 +1,283 @@
+#include "runtime/package/package.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "ir/support/file_io.h"
+#include "ir/support/strings.h"
+#include "runtime/package/json_read.h"
+#include "runtime/package/kernel_io.h"
+#include "runtime/package/plan_io.h"
+
+#if KFUSE_PACKAGE_CUDA
+#include "runtime/cuda/program_io.h"
+#endif
+
+namespace kfuse {
+
+using namespace package::json_read;
+
+std::string packageKernelName(size_t function, size_t kernel) { return str("f", function, "_k", kernel); }
+std::string kernelSymbol(size_t function, size_t kernel) { return "kfuse_" + packageKernelName(function, kernel); }
+std::string planSection(size_t function) { return str("plan.", function); }
+std::string cudaProgramSection(size_t function) { return str("cuda.program.", function); }
+std::string cudaImageSection(size_t function, size_t module, bool ptx) {
+  return str(ptx ? "cuda.ptx." : "cuda.cubin.", function, ".", module);
+}
+std::string cudaSourceSection(size_t function) { return str("cuda.source.", function); }
+
+namespace {
+
+constexpr const char* kMeta = "meta";
+constexpr const char* kWeights = "weights";
+constexpr const char* kCpuSo = "cpu.so";
+constexpr const char* kCpuLL = "cpu.ll";
+// More functions than a package holds (a forward and a training step);
+// bounds what a reader allocates from a corrupted count.
+constexpr size_t kMaxFunctions = 64;
+
+// Types as the IR spells them ("f32[256,2]"), read back by kernel_io's
+// checked reader.
+json tensorsJson(const std::vector<PackageTensor>& ts) {
+  json out = json::array();
+  for (const PackageTensor& t : ts) out.push_back({{"name", t.name}, {"type", formatType(t.type)}});
+  return out;
+}
+
+std::vector<PackageTensor> readTensors(const json& j) {
+  std::vector<PackageTensor> out;
+  for (const json& e : arrayOf(j, "a signature"))
+    out.push_back({stringAt(e, "name"), within(stringAt(e, "name"), [&] { return package::readType(at(e, "type")); })});
+  return out;
+}
+
+json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
+  json j = {{"format", m.formatVersion}, {"kfuse_version", m.kfuseVersion}, {"target", m.target},
+            {"model", m.model}, {"pipeline", m.pipeline}, {"options", m.options}};
+  if (m.target == "cpu") j["cpu"] = {{"triple", m.cpuTriple}, {"name", m.cpuName}, {"features", m.cpuFeatures}};
+  if (m.target == "cuda") j["cuda"] = {{"arch", m.cudaArch}};
+  json params = json::array();
+  for (const PackageParam& p : m.params)
+    params.push_back({{"name", p.name}, {"type", formatType(p.type)}, {"trainable", p.trainable}});
+  j["params"] = params;
+  json functions = json::array();
+  for (const PackageFunction& f : fns)
+    functions.push_back({{"name", f.name}, {"inputs", tensorsJson(f.inputs)}, {"outputs", tensorsJson(f.outputs)}});
+  j["functions"] = functions;
+  if (m.training)
+    j["training"] = {{"step", m.training->step}, {"forward", m.training->forward}, {"loss", m.training->loss},
+                     {"optimizer", m.training->optimizer}, {"labels", m.training->labels}};
+  return j;
+}
+
+}  // namespace
+
+std::string writePackage(const PackageContents& c) {
+  package::ContainerWriter w;
+  w.add(kMeta, metaJson(c.meta, c.functions).dump(1));
+  std::vector<std::pair<std::string, const Tensor*>> tensors = c.params;
+  std::vector<std::string> plans;
+  for (const PackageFunction& f : c.functions) plans.push_back(serializePlan(*f.plan, tensors));
+  w.add(kWeights, serializeWeights(tensors));
+  for (size_t i = 0; i < plans.size(); ++i) w.add(planSection(i), std::move(plans[i]));
+  if (c.meta.target == "cpu") {
+    w.add(kCpuSo, c.cpuSharedObject);
+    if (!c.cpuLLVMIR.empty()) w.add(kCpuLL, c.cpuLLVMIR);
+  }
+#if KFUSE_PACKAGE_CUDA
+  for (size_t i = 0; i < c.functions.size(); ++i) {
+    const PackageFunction& f = c.functions[i];
+    if (!f.cuda) continue;
+    w.add(cudaProgramSection(i), cuda::serializeProgram(*f.cuda));
+    for (size_t m = 0; m < f.cuda->modules.size(); ++m) {
+      w.add(cudaImageSection(i, m, false), f.cuda->modules[m].cubin);
+      w.add(cudaImageSection(i, m, true), f.cuda->modules[m].ptx);
+    }
+    w.add(cudaSourceSection(i), f.source);
+  }
+#endif
+  return w.finish();
+}
+
+Expected<std::shared_ptr<const Package>> Package::load(const std::string& path) {
+  KF_ASSIGN_OR_RETURN(std::string bytes, readFile(path));
+  return parse(std::move(bytes), path);
+}
+
+Expected<std::shared_ptr<const Package>> Package::parse(std::string bytes, const std::string& name) {
+  std::shared_ptr<Package> p(new Package());
+  p->name_ = name;
+  p->bytes_ = std::move(bytes);
+  KF_RETURN_IF_ERROR(p->read());
+  return std::shared_ptr<const Package>(std::move(p));
+}
+
+const PackageFunction* Package::function(std::string_view name) const {
+  for (const PackageFunction& f : functions_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, size_t>> Package::sections() const {
+  std::vector<std::pair<std::string, size_t>> out;
+  for (const auto& [n, bytes] : container_.sections) out.emplace_back(n, bytes.size());
+  return out;
+}
+
+namespace {
+
+// The meta and the functions' signatures (their plans are sections of their own).
+struct MetaSection {
+  PackageMeta meta;
+  std::vector<PackageFunction> functions;
+};
+
+MetaSection readMeta(const json& j) {
+  MetaSection out;
+  PackageMeta& m = out.meta;
+  m.formatVersion = static_cast<uint32_t>(intAt(j, "format", 1, UINT32_MAX));
+  m.kfuseVersion = stringAt(j, "kfuse_version");
+  m.target = stringAt(j, "target");
+  m.model = stringAt(j, "model");
+  m.pipeline = stringAt(j, "pipeline");
+  m.options = stringAt(j, "options");
+  if (m.target == "cpu") {
+    const json& c = at(j, "cpu");
+    m.cpuTriple = stringAt(c, "triple");
+    m.cpuName = stringAt(c, "name");
+    for (const json& f : arrayAt(c, "features")) m.cpuFeatures.push_back(toString(f, "a CPU feature"));
+  } else if (m.target == "cuda") {
+    m.cudaArch = stringAt(at(j, "cuda"), "arch");
+  } else {
+    fail(str("unknown target '", m.target, "' (this kfuse runs cpu and cuda packages)"));
+  }
+  std::set<std::string, std::less<>> names;
+  for (const json& p : arrayAt(j, "params")) {
+    std::string name = stringAt(p, "name");
+    if (!names.insert(name).second) fail(str("parameter '", name, "' is declared twice"));
+    TensorType t = within(str("parameter '", name, "'"), [&] { return package::readType(at(p, "type")); });
+    m.params.push_back({std::move(name), std::move(t), boolAt(p, "trainable")});
+  }
+  if (j.contains("training")) {
+    const json& t = at(j, "training");
+    m.training = PackageTraining{stringAt(t, "step"), stringAt(t, "forward"), stringAt(t, "loss"),
+                                 stringAt(t, "optimizer"), boolAt(t, "labels")};
+  }
+  const json& fns = arrayAt(j, "functions");
+  if (fns.empty() || fns.size() > kMaxFunctions) fail(str("the package holds ", fns.size(), " functions"));
+  for (const json& f : fns) {
+    PackageFunction fn;
+    fn.name = stringAt(f, "name");
+    within(str("function @", fn.name), [&] {
+      fn.inputs = readTensors(at(f, "inputs"));
+      fn.outputs = readTensors(at(f, "outputs"));
+    });
+    out.functions.push_back(std::move(fn));
+  }
+  return out;
+}
+
+// Every parameter a plan names exists in the package with the plan's size.
+Status checkPlanParams(const Plan& plan, const PackageMeta& meta) {
+  for (const PlanBuffer& b : plan.buffers) {
+    if (b.kind != BufferKind::Param) continue;
+    auto it = std::find_if(meta.params.begin(), meta.params.end(), [&](const PackageParam& p) { return p.name == b.param; });
+    if (it == meta.params.end()) return Error(str("plan @", plan.function, " reads parameter @", b.param, ", which the package lacks"));
+    if (it->type.byteSize() != b.type.byteSize())
+      return Error(str("plan @", plan.function, ": parameter @", b.param, " is ", formatType(it->type), ", the plan expects ",
+                       formatType(b.type)));
+  }
+  for (const auto& update : plan.updates)
+    if (std::none_of(meta.params.begin(), meta.params.end(), [&](const PackageParam& p) { return p.name == update.first; }))
+      return Error(str("plan @", plan.function, " updates parameter @", update.first, ", which the package lacks"));
+  return Status::ok();
+}
+
+// The signature recorded in the meta matches the plan's inputs and outputs.
+Status checkSignature(const PackageFunction& f) {
+  const Plan& plan = *f.plan;
+  if (f.inputs.size() != plan.inputs.size() || f.outputs.size() != plan.outputs.size())
+    return Error(str("function @", f.name, ": its signature and its plan disagree on the number of inputs or outputs"));
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    if (f.inputs[i].type != plan.buffers[static_cast<size_t>(plan.inputs[i])].type)
+      return Error(str("function @", f.name, ": input ", f.inputs[i].name, " has another type in the plan"));
+  for (size_t i = 0; i < f.outputs.size(); ++i)
+    if (f.outputs[i].type.byteSize() != plan.buffers[static_cast<size_t>(plan.outputs[i])].type.byteSize())
+      return Error(str("function @", f.name, ": output ", f.outputs[i].name, " has another size in the plan"));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Package::read() {
+  auto fail = [&](const Error& e) { return e.context(name_); };
+  KF_ASSIGN_OR_RETURN(container_, package::readContainer(bytes_, name_));
+  auto section = [&](const std::string& s) -> Expected<std::string_view> {
+    if (const std::string_view* v = container_.find(s)) return *v;
+    return fail(Error(str("the package has no '", s, "' section")));
+  };
+  KF_ASSIGN_OR_RETURN(std::string_view metaText, section(kMeta));
+  auto metaSection = parseJson<MetaSection>(metaText, "meta", [](const json& j) { return readMeta(j); });
+  if (!metaSection) return fail(metaSection.error().context("meta"));
+  meta_ = std::move(metaSection->meta);
+  if (meta_.formatVersion != container_.version)
+    return fail(Error(str("meta says format ", meta_.formatVersion, ", the container ", container_.version)));
+  KF_ASSIGN_OR_RETURN(std::string_view weightsBytes, section(kWeights));
+  KF_ASSIGN_OR_RETURN(weights_, parseWeights(weightsBytes, str(name_, ": weights")));
+  for (const PackageParam& p : meta_.params) {
+    auto it = weights_.find(p.name);
+    if (it == weights_.end()) return fail(Error(str("parameter '", p.name, "' has no data in the weights section")));
+    if (it->second.dtype() != p.type.dtype || it->second.shape() != p.type.shape)
+      return fail(Error(str("parameter '", p.name, "' is ", formatType(p.type), " but its data is ",
+                            formatType(it->second.type()))));
+  }
+#if !KFUSE_PACKAGE_CUDA
+  if (meta_.target == "cuda")
+    return fail(Error("this is a cuda package, and this kfuse runtime was built without the cuda target"));
+#endif
+  for (size_t i = 0; i < metaSection->functions.size(); ++i) {
+    PackageFunction f = std::move(metaSection->functions[i]);
+    KF_ASSIGN_OR_RETURN(std::string_view planText, section(planSection(i)));
+    auto plan = parsePlan(planText, weights_);
+    if (!plan) return fail(plan.error());
+    if (plan->function != f.name) return fail(Error(str("plan ", i, " is @", plan->function, ", the meta says @", f.name)));
+    if (Status s = checkPlanParams(*plan, meta_); !s) return fail(s.error());
+    f.plan = std::make_shared<const Plan>(std::move(*plan));
+    if (Status s = checkSignature(f); !s) return fail(s.error());
+#if KFUSE_PACKAGE_CUDA
+    if (meta_.target == "cuda") {
+      KF_ASSIGN_OR_RETURN(std::string_view programText, section(cudaProgramSection(i)));
+      auto program = cuda::parseProgram(programText, *f.plan);
+      if (!program) return fail(program.error().context(str("function @", f.name)));
+      if (program->arch != meta_.cudaArch)
+        return fail(Error(str("function @", f.name, " is compiled for ", program->arch, ", the package for ", meta_.cudaArch)));
+      for (size_t m = 0; m < program->modules.size(); ++m) {
+        KF_ASSIGN_OR_RETURN(std::string_view cubin, section(cudaImageSection(i, m, false)));
+        KF_ASSIGN_OR_RETURN(std::string_view ptx, section(cudaImageSection(i, m, true)));
+        program->modules[m].cubin = std::string(cubin);
+        program->modules[m].ptx = std::string(ptx);
+      }
+      KF_ASSIGN_OR_RETURN(std::string_view source, section(cudaSourceSection(i)));
+      f.source = std::string(source);
+      f.cuda = std::move(*program);
+    }
+#endif
+    if (function(f.name)) return fail(Error(str("function @", f.name, " appears twice")));
+    functions_.push_back(std::move(f));
+  }
+  if (functions_.empty()) return fail(Error("the package has no function"));
+  if (meta_.training) {
+    const PackageFunction* step = function(meta_.training->step);
+    if (!step || !function(meta_.training->forward))
+      return fail(Error("meta: the training functions it names are not in the package"));
+    if (step->outputs.empty()) return fail(Error(str("@", step->name, " returns no loss")));
+  }
+  if (meta_.target == "cpu") {
+    KF_ASSIGN_OR_RETURN(cpuSo_, section(kCpuSo));
+    if (const std::string_view* ll = container_.find(kCpuLL)) cpuLL_ = *ll;
+  }
+  return Status::ok();
+}
+
+}  // namespace kfuse

@@ -1,0 +1,131 @@
+// PackageRunner (runtime/package/package_runner.h) on packages compiled by
+// compilePackage: running and training, and refusing what this machine or
+// the caller gets wrong without running anything.
+#include <gtest/gtest.h>
+
+#include "codegen/package_compiler.h"
+#include "ir/parser.h"
+#include "ir/support/strings.h"
+#include "runtime/package/cpu_code.h"
+#include "runtime/package/package_runner.h"
+
+namespace kfuse {
+namespace {
+
+std::shared_ptr<const Package> compileExample(const std::string& file, bool train) {
+  auto m = parseModuleFile(std::string(KFUSE_SOURCE_DIR) + "/" + file);
+  EXPECT_TRUE(m) << m.error().message();
+  PackageCompileOptions o;
+  o.threads = 1;
+  o.train = train;
+  o.training.training.optimizer.kind = OptimizerKind::Adam;
+  o.loss = "cross_entropy";
+  o.optimizer = "adam";
+  auto compiled = compilePackage(std::move(*m), o);
+  EXPECT_TRUE(compiled) << compiled.error().message();
+  auto pkg = Package::parse(std::move(compiled->bytes), file);
+  EXPECT_TRUE(pkg) << pkg.error().message();
+  return *pkg;
+}
+
+// The same package with its meta's CPU replaced: written and read again.
+std::shared_ptr<const Package> withCpu(const Package& pkg, const std::string& triple,
+                                       std::vector<std::string> features) {
+  PackageContents c;
+  c.meta = pkg.meta();
+  c.meta.cpuTriple = triple;
+  c.meta.cpuFeatures = std::move(features);
+  c.functions = pkg.functions();
+  for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
+  c.cpuSharedObject = std::string(pkg.cpuSharedObject());
+  auto out = Package::parse(writePackage(c), "rewritten.kfpkg");
+  EXPECT_TRUE(out) << out.error().message();
+  return *out;
+}
+
+Tensor ones(const TensorType& t) {
+  Tensor x(t);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, 1.0);
+  return x;
+}
+
+TEST(PackageRunner, RunsAndNamesWhatIsMissing) {
+  auto pkg = compileExample("examples/mlp/mlp.kir", false);
+  auto runner = PackageRunner::create(pkg);
+  ASSERT_TRUE(runner) << runner.error().message();
+  const PackageFunction& f = pkg->functions().front();
+  auto out = (*runner)->run(f.name, {ones(f.inputs[0].type)});
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_EQ((*out)[0].type(), f.outputs[0].type);
+  EXPECT_EQ((*runner)->launches(), f.plan->launches());
+  EXPECT_EQ((*runner)->deviceBytesAllocated(), f.plan->deviceBytes());
+
+  auto missing = (*runner)->run("nope", {});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("has no function @nope (it has @forward)"), std::string::npos)
+      << missing.error().message();
+  auto wrongType = (*runner)->run(f.name, {ones(TensorType(DType::F32, {3}))});
+  ASSERT_FALSE(wrongType);
+  EXPECT_NE(wrongType.error().message().find("input %x must be f32[256,2], got f32[3]"), std::string::npos)
+      << wrongType.error().message();
+  auto train = (*runner)->trainStep({}, Tensor(), 0.1);
+  ASSERT_FALSE(train);
+  EXPECT_NE(train.error().message().find("is an inference package"), std::string::npos);
+}
+
+TEST(PackageRunner, TrainStepUpdatesParametersAndSaves) {
+  auto pkg = compileExample("tests/lit/Inputs/train/tiny.kir", true);
+  auto runner = PackageRunner::create(pkg);
+  ASSERT_TRUE(runner) << runner.error().message();
+  const PackageFunction& fwd = *pkg->function(pkg->meta().training->forward);
+  Tensor x = ones(fwd.inputs[0].type);
+  Tensor labels(TensorType(DType::I64, {fwd.inputs[0].type.shape[0]}));
+  Tensor before = *(*runner)->parameters().findParam("fc.weight")->data;
+  auto first = (*runner)->trainStep({x}, labels, 0.1);
+  ASSERT_TRUE(first) << first.error().message();
+  auto second = (*runner)->trainStep({x}, labels, 0.1);
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_LT(*second, *first);  // the same batch twice: Adam lowers its loss
+  EXPECT_EQ((*runner)->stepCount(), 2);
+  EXPECT_NE((*runner)->parameters().findParam("fc.weight")->data->at(0), before.at(0));
+  std::string path = testing::TempDir() + "/package_runner_weights.safetensors";
+  ASSERT_TRUE((*runner)->saveWeights(path));
+  auto saved = readWeightsFile(path);
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->count("fc.weight.exp_avg"), 1u);
+}
+
+TEST(PackageRunner, RefusesCodeForAnotherMachine) {
+  auto pkg = compileExample("examples/mlp/mlp.kir", false);
+  auto arm = PackageRunner::create(withCpu(*pkg, "aarch64-unknown-linux-gnu", {}));
+  ASSERT_FALSE(arm);
+  EXPECT_NE(arm.error().message().find("rewritten.kfpkg: the package's kernels cannot run here: compiled for "
+                                       "aarch64-unknown-linux-gnu, and this machine is x86_64"),
+            std::string::npos)
+      << arm.error().message();
+}
+
+TEST(PackageRunner, FeatureCheckNamesWhatTheCpuLacks) {
+  // An AVX2 machine asked to run AVX-512 code; features it cannot tell
+  // (tuning flags) are not held against the package.
+  auto avx2Only = [](std::string_view f) -> std::optional<bool> {
+    if (f == "avx2" || f == "fma") return true;
+    if (f.starts_with("avx512")) return false;
+    return std::nullopt;
+  };
+  auto s = checkFeatures({"avx2", "avx512f", "fma", "avx512bw", "fast-gather"}, avx2Only);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message(),
+            "compiled for a CPU with avx512f, avx512bw, which this CPU lacks (compile with --cpu for an older CPU, "
+            "e.g. --cpu=x86-64-v3)");
+  EXPECT_TRUE(checkFeatures({"avx2", "fma", "fast-gather"}, avx2Only));
+}
+
+TEST(PackageRunner, HostRunsWhatItWasCompiledFor) {
+  auto pkg = compileExample("examples/mlp/mlp.kir", false);
+  EXPECT_TRUE(checkHostRuns(pkg->meta().cpuTriple, pkg->meta().cpuFeatures));
+  EXPECT_FALSE(pkg->meta().cpuFeatures.empty());
+}
+
+}  // namespace
+}  // namespace kfuse

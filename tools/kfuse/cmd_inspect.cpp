@@ -1,0 +1,95 @@
+// kfuse inspect: what a package holds, read with the runtime's own loader
+// (so a package inspect accepts is one the runtime accepts).
+#include <iomanip>
+#include <iostream>
+
+#include "codegen/plan/plan_stats.h"
+#include "ir/support/strings.h"
+#include "runtime/package/package.h"
+#include "tools/kfuse/commands.h"
+
+namespace kfuse::cli {
+namespace {
+
+struct InspectArgs {
+  std::string package;
+  bool source = false, plan = false;
+};
+
+std::string signature(const std::vector<PackageTensor>& ts) {
+  std::vector<std::string> parts;
+  for (const PackageTensor& t : ts) parts.push_back(str("%", t.name, " : ", formatType(t.type)));
+  return parts.empty() ? "(none)" : join(parts);
+}
+
+std::string phases(const Plan& p) {
+  PlanStats s = planStats(p);
+  std::vector<std::string> parts;
+  for (Phase ph : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer})
+    if (uint64_t n = s.phases[static_cast<size_t>(ph)].launches) parts.push_back(str(phaseName(ph), " ", n));
+  return str(s.launches(), " (", join(parts), "; ", s.fusedKernels, " fused, ", s.libraryCalls, " library calls, ",
+             s.referenceOps, " reference ops)");
+}
+
+void printHeader(const Package& pkg) {
+  const PackageMeta& m = pkg.meta();
+  std::cout << "package " << pkg.name() << ": format " << m.formatVersion << ", written by kfuse " << m.kfuseVersion
+            << ", " << pkg.fileBytes() << " bytes\n";
+  if (m.target == "cpu")
+    std::cout << "target: cpu (" << m.cpuTriple << ", " << m.cpuName << ", " << m.cpuFeatures.size() << " features)\n";
+  else
+    std::cout << "target: cuda (" << m.cudaArch << ")\n";
+  std::cout << "model: " << m.model << "\noptions: " << m.options << "\npipeline: " << m.pipeline << "\n";
+  if (m.training)
+    std::cout << "training: @" << m.training->step << " (loss " << m.training->loss << ", optimizer "
+              << m.training->optimizer << "), evaluation @" << m.training->forward << "\n";
+  size_t trainable = 0, bytes = 0;
+  for (const PackageParam& p : m.params) {
+    trainable += p.trainable;
+    bytes += p.type.byteSize();
+  }
+  std::cout << "parameters: " << m.params.size() << " (" << trainable << " trainable), " << bytes << " bytes\n";
+  std::cout << "sections:\n";
+  for (const auto& [name, size] : pkg.sections()) std::cout << "  " << std::left << std::setw(20) << name << size << " bytes\n";
+}
+
+void printFunction(const Package& pkg, const PackageFunction& f, const InspectArgs& a) {
+  const Plan& p = *f.plan;
+  std::cout << "\nfunction @" << f.name << "\n  inputs:  " << signature(f.inputs) << "\n  outputs: "
+            << signature(f.outputs) << "\n  launches per run: " << phases(p) << "\n  memory: arena " << p.arenaBytes
+            << " bytes, resident " << p.residentBytes << " bytes (" << p.buffers.size() << " buffers)\n";
+  std::vector<std::string> names;
+  for (const kernel::Kernel& k : p.kernels) names.push_back(k.name);
+  std::cout << "  kernels (" << names.size() << "): " << join(names) << "\n";
+  if (f.cuda) std::cout << "  " << cuda::describeProgram(*f.cuda);
+  if (a.plan) std::cout << printPlan(p);
+  if (!a.source) return;
+  if (f.cuda) {
+    std::cout << "  CUDA C:\n" << f.source << "\n";
+    return;
+  }
+  for (const kernel::Kernel& k : p.kernels) std::cout << kernel::printKernel(k) << "\n";
+}
+
+int runInspect(const InspectArgs& a) {
+  auto pkg = Package::load(a.package);
+  if (!pkg) return reportError("inspect", pkg.error());
+  printHeader(**pkg);
+  for (const PackageFunction& f : (*pkg)->functions()) printFunction(**pkg, f, a);
+  if (a.source && !(*pkg)->cpuLLVMIR().empty()) std::cout << "\nLLVM IR (optimised):\n" << (*pkg)->cpuLLVMIR() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Action addInspectCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "Show what a package (.kfpkg) holds: target, functions, plans, kernels");
+  auto a = std::make_shared<InspectArgs>();
+  cmd->add_option("package", a->package, "The package")->required();
+  cmd->add_flag("--plan", a->plan, "Print each plan: buffers with offsets, sizes and lifetimes, then steps");
+  cmd->add_flag("--source", a->source,
+                "Print each kernel's code: kernel IR (and LLVM IR when kept) for cpu, CUDA C for cuda");
+  return [a] { return runInspect(*a); };
+}
+
+}  // namespace kfuse::cli
