@@ -144,7 +144,13 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
   if (target == "interpreter") return std::unique_ptr<Executor>(new InterpreterExecutor());
   if (target == "cpu") return std::unique_ptr<Executor>(new CpuExecutor(opts));
 #if KFUSE_HAS_CUDA
-  if (target == "cuda") return cuda::createCudaExecutor();
+  if (target == "cuda") {
+    cuda::CudaExecutorOptions co;
+    co.compile.arch = opts.cudaArch;
+    co.cudaGraph = opts.cudaGraph;
+    co.inplace = opts.inplace;
+    return cuda::createCudaExecutor(std::move(co));
+  }
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }

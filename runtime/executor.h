@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "ir/interpreter.h"
@@ -18,6 +19,10 @@ struct ExecutionOptions {
   bool inplace = true;
   // Poison buffers when their lifetime ends (--poison; runtime/cpu_runner.h).
   bool poison = false;
+  // cuda: the architecture NVRTC compiles for (--arch), and capturing each
+  // run as a CUDA Graph replayed after (--cuda-graph).
+  std::string cudaArch = "sm_90";
+  bool cudaGraph = false;
 };
 
 class Executor {

@@ -15,6 +15,7 @@ namespace kfuse::cuda {
 struct CudaExecutorOptions {
   CudaCompileOptions compile;
   bool cudaGraph = false;  // capture each run as a CUDA Graph, replay it after
+  bool inplace = true;     // in-place rewriting of the plans (--no-inplace)
 };
 
 std::unique_ptr<Executor> createCudaExecutor(CudaExecutorOptions opts = {});

@@ -34,6 +34,7 @@ struct RunArgs {
   bool noFuse = false;
   std::string layout = "auto";
   bool noInplace = false, poison = false;
+  CudaFlags cuda;
   InstrumentationFlags instr;
 };
 
@@ -83,8 +84,13 @@ int runPackage(const RunArgs& a, const std::string& format) {
   if (!fn) return reportError("run", Error(str("'", a.model, "' has no function @", a.function)));
   auto args = gatherInputs(signatureOf(fn->inputs), fn->name, a.inputs, readTensorArg);
   if (!args) return reportError("run", args.error());
+  if (!a.cuda.arch.empty())
+    return reportError("run", Error("--arch: a package is compiled for its architecture (kfuse compile --arch)"));
+  if (a.cuda.cudaGraph && (*pkg)->meta().target != "cuda")
+    return reportError("run", Error(str("--cuda-graph applies to cuda packages, not ", (*pkg)->meta().target)));
   PackageRunnerOptions ro;
   ro.poison = a.poison;
+  ro.cudaGraph = a.cuda.cudaGraph;
   auto runner = PackageRunner::create(*pkg, ro);
   if (!runner) return reportError("run", runner.error());
   auto outputs = (*runner)->run(fn->name, *args);
@@ -116,6 +122,7 @@ int runRun(const RunArgs& a) {
   ExecutionOptions exec;
   exec.inplace = !a.noInplace;
   exec.poison = a.poison;
+  if (Status s = applyCudaFlags(a.cuda, target, exec); !s) return reportError("run", s.error());
   auto executor = createExecutor(target, exec);
   if (!executor) return reportError("run", executor.error());
   auto module = loadModel(a.model, opts);
@@ -159,6 +166,7 @@ Action addRunCommand(CLI::App& app) {
   cmd->add_flag("--no-inplace", a->noInplace, "Never let a step write its output over an input");
   cmd->add_flag("--poison", a->poison,
                 "Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends");
+  addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runRun(*a); };
 }

@@ -33,6 +33,7 @@ struct TrainArgs {
   std::string initWeights, saveWeights, logJson, target = defaultTarget();
   std::string layout = "auto";
   std::vector<std::string> shapes;
+  CudaFlags cuda;
   InstrumentationFlags instr;
 };
 
@@ -43,6 +44,7 @@ Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   o.target = a.target;
   o.execution.inplace = !a.noInplace;
   o.execution.poison = a.poison;
+  KF_RETURN_IF_ERROR(applyCudaFlags(a.cuda, a.target, o.execution));
   o.fuse = !a.noFuse;
   o.layout = a.layout;
   o.instrumentation = a.instr.toInstrumentation();
@@ -198,8 +200,10 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
   for (const PackageTensor& x : forward.inputs) inputs.push_back({x.name, x.type});
   for (const PackageTensor& x : forward.outputs) outputs.push_back(x.type);
   KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name, inputs, outputs, p.batch, p.loss));
+  if (!a.cuda.arch.empty()) return Error("--arch: a package is compiled for its architecture (kfuse compile --arch)");
   PackageRunnerOptions ro;
   ro.poison = a.poison;
+  ro.cudaGraph = a.cuda.cudaGraph;
   KF_ASSIGN_OR_RETURN(std::unique_ptr<PackageRunner> runner, PackageRunner::create(pkg, ro));
   std::cout << "package " << a.model << ": " << pkg->meta().target << ", loss " << t->loss << ", optimizer "
             << t->optimizer << ", batch " << p.batch << "\n";
@@ -285,6 +289,7 @@ Action addTrainCommand(CLI::App& app) {
                 "Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");
+  addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runTrain(*a); };
 }

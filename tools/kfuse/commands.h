@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "ir/support/expected.h"
+#include "runtime/executor.h"
 
 namespace kfuse::cli {
 
@@ -28,6 +29,17 @@ Action addTestOnnxCommand(CLI::App& app);
 
 // Parses a module from a path, or from standard input for "-".
 Expected<std::unique_ptr<Module>> loadModuleArg(const std::string& path);
+
+// The cuda target's flags of run and train: --arch (the architecture NVRTC
+// compiles for) and --cuda-graph. Registers them on `cmd`.
+struct CudaFlags {
+  std::string arch;  // "": sm_90
+  bool cudaGraph = false;
+};
+void addCudaFlags(CLI::App* cmd, CudaFlags& f);
+// Errors when a flag is given for another target than cuda; else copies
+// them into `exec`.
+Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOptions& exec);
 
 // Prints an error to stderr as "kfuse <cmd>: error: msg" (or the message as
 // is when it already carries a file:line:col location) and returns 1.

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "ir/parser.h"
+#include "ir/support/strings.h"
 
 #include "tools/kfuse/commands.h"
 
@@ -12,6 +13,20 @@ Expected<std::unique_ptr<Module>> loadModuleArg(const std::string& path) {
   std::ostringstream text;
   text << std::cin.rdbuf();
   return parseModule(text.str(), "<stdin>");
+}
+
+void addCudaFlags(CLI::App* cmd, CudaFlags& f) {
+  cmd->add_option("--arch", f.arch, "cuda: the GPU architecture to compile for: sm_80, sm_89 or sm_90 (default)");
+  cmd->add_flag("--cuda-graph", f.cudaGraph,
+                "cuda: capture each run as a CUDA Graph and replay it (one launch per run from the host)");
+}
+
+Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOptions& exec) {
+  if (target != "cuda" && (!f.arch.empty() || f.cudaGraph))
+    return Error(str(!f.arch.empty() ? "--arch" : "--cuda-graph", " applies to --target=cuda, not ", target));
+  if (!f.arch.empty()) exec.cudaArch = f.arch;
+  exec.cudaGraph = f.cudaGraph;
+  return Status::ok();
 }
 
 int reportError(const std::string& command, const Error& e) {

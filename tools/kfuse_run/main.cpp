@@ -24,6 +24,7 @@ struct Args {
   std::string package, function, outputDir;
   std::vector<std::string> inputs;
   int repeat = 1;
+  bool cudaGraph = false;
 };
 
 int fail(const Error& e) {
@@ -41,7 +42,11 @@ int run(const Args& a) {
   auto args = cli::gatherInputs(sig, fn->name, a.inputs, [](const std::string& p) { return readNpy(p); });
   if (!args) return fail(args.error());
   if (a.repeat < 1) return fail(Error(str("--repeat must be at least 1, got ", a.repeat)));
-  auto runner = PackageRunner::create(*pkg);
+  PackageRunnerOptions ro;
+  ro.cudaGraph = a.cudaGraph;
+  if (a.cudaGraph && (*pkg)->meta().target != "cuda")
+    return fail(Error(str("--cuda-graph applies to cuda packages, not ", (*pkg)->meta().target)));
+  auto runner = PackageRunner::create(*pkg, ro);
   if (!runner) return fail(runner.error());
   std::vector<double> ms;
   Expected<std::vector<Tensor>> outputs = Error("not run");
@@ -74,6 +79,7 @@ int main(int argc, char** argv) {
   app.add_option("--input", a.inputs, "NAME=FILE.npy for each input of the function");
   app.add_option("--output-dir", a.outputDir, "Write each output as NAME.npy into DIR");
   app.add_option("--repeat", a.repeat, "Run N times and print the median time (outputs of the last run)");
+  app.add_flag("--cuda-graph", a.cudaGraph, "cuda packages: capture each run as a CUDA Graph and replay it");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
