@@ -134,6 +134,9 @@ struct OpDef {
   // is exact for fused groups. Optimizer updates list their parameter and
   // state operands: they are meant to overwrite them.
   std::vector<int> inPlace;
+  // Optimizer updates: the operand holding the gradient they consume (its
+  // buffer is a parameter's gradient in memory reports), else -1.
+  int gradientOperand = -1;
 
   const AttrSpec* findAttr(std::string_view n) const;
 };

@@ -50,6 +50,10 @@ struct PlanBuffer {
   bool inPlace = false;
   // Temp: scratch of a library call (a convolution's im2col patches).
   bool workspace = false;
+  // Storage holding a parameter's gradient as an optimizer update reads it
+  // (OpDef::gradientOperand), for memory reports. Gradients computed inside
+  // the update's own fused launch have no buffer.
+  bool gradient = false;
   // Byte offset: Temp in the arena, Input/Param/Constant in the resident
   // region; -1 for aliases (use Plan::storageOf) and before planning.
   int64_t offset = -1;

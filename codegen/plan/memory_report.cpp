@@ -37,9 +37,8 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
   auto phaseAt = [&](int s) { return s >= 0 && s < end ? p.steps[static_cast<size_t>(s)].phase : Phase::Forward; };
   // Parameters updated after the forward (by the optimizer, whose updates
   // may fuse into backward launches; running statistics update in the
-  // forward), and the steps writing updates.
+  // forward).
   std::set<std::string> optimized;
-  std::set<std::pair<int, uint64_t>> updateSteps;  // (step, bytes of a parameter it updates)
   for (const auto& [param, b] : p.updates) {
     int v = b;
     while (writer[static_cast<size_t>(v)] < 0 && p.buffers[static_cast<size_t>(v)].kind == BufferKind::Alias &&
@@ -47,9 +46,13 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
       v = p.buffers[static_cast<size_t>(v)].aliasOf;
     int s = writer[static_cast<size_t>(v)];
     if (s < 0) continue;
-    updateSteps.emplace(s, p.buffers[static_cast<size_t>(b)].type.byteSize());
     if (phaseAt(s) != Phase::Forward) optimized.insert(param);
   }
+  // Storage holding a gradient, through any buffer that aliases it (an
+  // in-place rewrite may have put the gradient over a dying activation).
+  std::vector<bool> gradient(p.buffers.size(), false);
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.buffers[i].gradient) gradient[static_cast<size_t>(p.storageOf(static_cast<int>(i)))] = true;
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanBuffer& b = p.buffers[i];
     uint64_t bytes = b.type.byteSize();
@@ -65,7 +68,7 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
         bool lastReadBefore = b.lastUse >= 0 && b.lastUse < end;
         Phase born = phaseAt(b.firstUse), dies = phaseAt(b.lastUse);
         if (b.workspace) r.workspace += bytes;
-        else if (born != Phase::Forward && lastReadBefore && updateSteps.count({b.lastUse, bytes})) r.gradients += bytes;
+        else if (gradient[i]) r.gradients += bytes;
         else if (born == Phase::Forward && lastReadBefore && (dies == Phase::Loss || dies == Phase::Backward))
           r.savedActivations += bytes;
         else r.temporaries += bytes;

@@ -19,9 +19,10 @@ struct MemoryReport {
   uint64_t constants = 0;
   uint64_t inputs = 0;
   // Arena buffers by role, each counted once (their sum is the no-reuse
-  // total before alignment): a Temp written after the forward and last read
-  // by a step writing the update of a parameter of its size is a gradient
-  // (gradients fused into their update kernel have no buffer); one written in the forward
+  // total before alignment): storage the plan marks as a gradient (what an
+  // optimizer update reads as its gradient operand: PlanBuffer::gradient)
+  // counts as gradients (gradients fused into their update kernel have no
+  // buffer); a Temp written in the forward
   // phase and last read by the loss or the backward is an activation saved
   // for backward; convolution patch matrices are workspace; the rest are
   // temporaries.

@@ -150,6 +150,7 @@ class PlanBuilder {
     s.attrs = n.attrs();
     for (const Value* v : n.operands()) s.inputs.push_back(bufferOf(v));
     for (size_t i = 0; i < n.numResults(); ++i) s.outputs.push_back(temp(n.result(i)));
+    if (int g = n.op().gradientOperand; g >= 0) markGradient(s.inputs[static_cast<size_t>(g)]);
     plan_.steps.push_back(std::move(s));
     return Status::ok();
   }
@@ -186,8 +187,32 @@ class PlanBuilder {
       s.kernelBuffers.push_back(std::move(buffers));
       plan_.kernels.push_back(std::move(lowered.kernels[k]));
     }
+    markGradients(body, args, lowered.gemm, gemmOut);
     plan_.steps.push_back(std::move(s));
     return Status::ok();
+  }
+
+  // The buffers the group's optimizer updates read their gradients from: an
+  // operand of the group, or its GEMM's result (a weight gradient whose
+  // update is the GEMM's epilogue); through views. Values computed in the
+  // group's kernels never reach memory.
+  void markGradients(const Graph& body, const std::vector<const Value*>& args, const Node* gemm, int gemmOut) {
+    for (const auto& n : body.nodeList()) {
+      if (n->op().gradientOperand < 0) continue;
+      const Value* v = n->operand(static_cast<size_t>(n->op().gradientOperand));
+      while (v->producer() && isView(*v->producer())) v = v->producer()->operand(0);
+      int b = -1;
+      if (gemm && v == gemm->result()) b = gemmOut;
+      for (size_t i = 0; i < body.arguments().size(); ++i)
+        if (body.argument(i) == v) b = bufferOf(args[i]);
+      if (b >= 0) markGradient(b);
+    }
+  }
+
+  void markGradient(int b) {
+    while (plan_.buffers[static_cast<size_t>(b)].kind == BufferKind::Alias) b = plan_.buffers[static_cast<size_t>(b)].aliasOf;
+    PlanBuffer& storage = plan_.buffers[static_cast<size_t>(b)];
+    if (storage.kind == BufferKind::Temp) storage.gradient = true;
   }
 
   // A matmul or conv2d step writing `out`.

@@ -52,6 +52,7 @@ OpDef updateOp(std::string name, std::string summary, int arity, std::vector<Att
   d.infer = std::move(infer);
   d.reference = ops::referenceFromScalar;
   d.scalar = std::move(scalar);
+  d.gradientOperand = 1;  // (p, g, ...)
   return d;
 }
 

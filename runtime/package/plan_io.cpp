@@ -114,6 +114,7 @@ ojson writeBuffer(const PlanBuffer& b) {
   if (b.kind == BufferKind::Alias) o["aliasOf"] = b.aliasOf;
   if (b.inPlace) o["inPlace"] = true;
   if (b.workspace) o["workspace"] = true;
+  if (b.gradient) o["gradient"] = true;
   o["offset"] = b.offset;
   o["firstUse"] = b.firstUse;
   o["lastUse"] = b.lastUse;
@@ -179,6 +180,7 @@ class PlanReader {
       b.kind = enumNamed<BufferKind>(stringAt(o, "kind"), kBufferKinds, "buffer kind");
       b.inPlace = optionalBool(o, "inPlace");
       b.workspace = optionalBool(o, "workspace");
+      b.gradient = optionalBool(o, "gradient");
       if (b.inPlace && b.kind != BufferKind::Alias) fail("only an alias is written in place");
       if (b.workspace && b.kind != BufferKind::Temp) fail("only a temp is a workspace");
       auto steps = static_cast<int64_t>(numSteps_);
