@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <iostream>
 #include <cstring>
 #include <random>
 #include <string>
@@ -77,10 +79,15 @@ double seconds(const ConvSpec& c, int reps) {
   for (float& v : x) v = u(rng);
   for (float& v : w) v = u(rng);
   auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  auto blas = kfuse::openBlas();
+  if (!blas) {
+    std::cerr << blas.error().message() << "\n";
+    std::exit(1);
+  }
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    kfuse::runConv2d(c, kfuse::DType::F32, bytes(x), bytes(w), nullptr, bytes(y), bytes(col));
+    kfuse::runConv2d(**blas, c, kfuse::DType::F32, bytes(x), bytes(w), nullptr, bytes(y), bytes(col));
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;

@@ -1,7 +1,5 @@
 #include "runtime/cpu_conv.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -9,12 +7,14 @@
 namespace kfuse {
 namespace {
 
-void gemm(bool transB, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+void gemm(const Blas& blas, bool transB, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float* c, int ldc) {
+  blas.sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
               ldc);
 }
-void gemm(bool transB, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
+void gemm(const Blas& blas, bool transB, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double* c, int ldc) {
+  blas.dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
               ldc);
 }
 
@@ -25,10 +25,11 @@ void gemm(bool transB, int m, int n, int k, const double* a, int lda, const doub
 template <typename T>
 struct Conv {
   const ConvSpec& c;
+  const Blas& blas;
   int64_t cg, og, taps, pixels;
 
-  explicit Conv(const ConvSpec& s)
-      : c(s), cg(s.c / s.groups), og(s.o / s.groups), taps(cg * s.kh * s.kw), pixels(s.oh * s.ow) {}
+  Conv(const ConvSpec& s, const Blas& b)
+      : c(s), blas(b), cg(s.c / s.groups), og(s.o / s.groups), taps(cg * s.kh * s.kw), pixels(s.oh * s.ow) {}
 
   int64_t row(int64_t ch, int64_t ky, int64_t kx) const {
     return c.filterLast ? (ky * c.kw + kx) * cg + ch : (ch * c.kh + ky) * c.kw + kx;
@@ -114,12 +115,12 @@ struct Conv {
         if (c.channelsLast) {
           // y[n, p, g*og + o] = sum_t col[p, t] * w[o, t]
           T* yg = y + n * pixels * c.o + g * og;
-          gemm(true, static_cast<int>(pixels), static_cast<int>(og), static_cast<int>(taps), col,
+          gemm(blas, true, static_cast<int>(pixels), static_cast<int>(og), static_cast<int>(taps), col,
                static_cast<int>(taps), wg, static_cast<int>(taps), yg, static_cast<int>(c.o));
         } else {
           // y[n, g*og + o, p] = sum_t w[o, t] * col[t, p]
           T* yg = y + (n * c.o + g * og) * pixels;
-          gemm(false, static_cast<int>(og), static_cast<int>(pixels), static_cast<int>(taps), wg,
+          gemm(blas, false, static_cast<int>(og), static_cast<int>(pixels), static_cast<int>(taps), wg,
                static_cast<int>(taps), col, static_cast<int>(pixels), yg, static_cast<int>(pixels));
         }
       }
@@ -132,14 +133,14 @@ struct Conv {
 
 }  // namespace
 
-void runConv2d(const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w, const std::byte* bias,
-               std::byte* y, std::byte* workspace) {
+void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w,
+               const std::byte* bias, std::byte* y, std::byte* workspace) {
   if (dtype == DType::F32)
-    Conv<float>(c).run(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(w),
+    Conv<float>(c, blas).run(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(w),
                        reinterpret_cast<const float*>(bias), reinterpret_cast<float*>(y),
                        reinterpret_cast<float*>(workspace));
   else
-    Conv<double>(c).run(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(w),
+    Conv<double>(c, blas).run(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(w),
                         reinterpret_cast<const double*>(bias), reinterpret_cast<double*>(y),
                         reinterpret_cast<double*>(workspace));
 }

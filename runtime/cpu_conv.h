@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "ir/dtype.h"
+#include "runtime/blas.h"
 #include "runtime/plan.h"
 
 namespace kfuse {
@@ -13,7 +14,7 @@ namespace kfuse {
 // `workspace` holds one image-group's patch matrix (the plan's workspace
 // buffer, c.c / c.groups * c.kh * c.kw * c.oh * c.ow elements of `dtype`):
 // the convolution allocates nothing itself.
-void runConv2d(const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w, const std::byte* bias,
-               std::byte* y, std::byte* workspace);
+void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w,
+               const std::byte* bias, std::byte* y, std::byte* workspace);
 
 }  // namespace kfuse

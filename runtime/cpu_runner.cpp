@@ -1,7 +1,5 @@
 #include "runtime/cpu_runner.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <string_view>
 
 #include "codegen/kernel/kernel_eval.h"
+#include "runtime/blas.h"
 #include "runtime/cpu_conv.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
@@ -209,7 +208,7 @@ namespace {
 
 using Pointers = std::vector<std::byte*>;
 
-void gemm(const GemmSpec& g, DType dt, const Pointers& ptr) {
+void gemm(const Blas& blas, const GemmSpec& g, DType dt, const Pointers& ptr) {
   int64_t batches = numElements(g.batch);
   std::vector<int64_t> idx(g.batch.size(), 0);
   // BLAS rejects leading dimensions below 1, even for empty matrices.
@@ -229,12 +228,12 @@ void gemm(const GemmSpec& g, DType dt, const Pointers& ptr) {
       auto* a = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.a)]) + ao;
       auto* b = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.b)]) + bo;
       auto* c = reinterpret_cast<float*>(ptr[static_cast<size_t>(g.c)]) + co;
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+      blas.sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     } else {
       auto* a = reinterpret_cast<const double*>(ptr[static_cast<size_t>(g.a)]) + ao;
       auto* b = reinterpret_cast<const double*>(ptr[static_cast<size_t>(g.b)]) + bo;
       auto* c = reinterpret_cast<double*>(ptr[static_cast<size_t>(g.c)]) + co;
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+      blas.dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
     }
     for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
       if (++idx[static_cast<size_t>(d)] < g.batch[static_cast<size_t>(d)]) break;
@@ -273,21 +272,23 @@ void widenedToF32(const Plan& plan, const Pointers& ptr, const std::vector<int>&
 }  // namespace
 
 Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
+  KF_ASSIGN_OR_RETURN(const Blas* blas, openBlas());
   DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
   if (isHalf(dt)) {
-    widenedToF32(*plan_, f.ptr, {g.a, g.b}, g.c, [&](const Pointers& wide) { gemm(g, DType::F32, wide); });
+    widenedToF32(*plan_, f.ptr, {g.a, g.b}, g.c, [&](const Pointers& wide) { gemm(*blas, g, DType::F32, wide); });
     return Status::ok();
   }
   if (dt != DType::F32 && dt != DType::F64) return Error(str("a GEMM of ", dtypeName(dt), " has no CPU implementation"));
-  gemm(g, dt, f.ptr);
+  gemm(*blas, g, dt, f.ptr);
   return Status::ok();
 }
 
 Status CpuRunner::runConv(const ConvSpec& c, Frame& f) {
+  KF_ASSIGN_OR_RETURN(const Blas* blas, openBlas());
   DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
   auto conv = [&](DType as, const Pointers& ptr) {
     auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
-    runConv2d(c, as, at(c.x), at(c.w), at(c.bias), at(c.y), at(c.workspace));
+    runConv2d(*blas, c, as, at(c.x), at(c.w), at(c.bias), at(c.y), at(c.workspace));
   };
   if (isHalf(dt)) {
     widenedToF32(*plan_, f.ptr, {c.x, c.w, c.bias}, c.y, [&](const Pointers& wide) { conv(DType::F32, wide); });

@@ -1,0 +1,29 @@
+// OpenBLAS, opened by the runtime on first use rather than linked. OpenBLAS
+// picks its kernels when it is loaded, from the CPU's model number; on CPUs
+// it does not know (virtual machines report "Intel Xeon Processor") it falls
+// back to its SSE3 kernels ("Prescott"), which made the 784-512-512-10 Adam
+// step 3.2x slower on an AVX-512 machine. Opening it here lets the runtime
+// first name the core by the instruction sets the CPU has (SkylakeX with
+// AVX-512, Haswell with AVX2 and FMA) in OPENBLAS_CORETYPE, OpenBLAS's own
+// setting, unless the user has set it.
+#pragma once
+
+#include <cblas.h>
+
+#include <string>
+
+#include "ir/support/expected.h"
+
+namespace kfuse {
+
+struct Blas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_dgemm) dgemm = nullptr;
+  std::string core;  // the kernels OpenBLAS runs ("SkylakeX")
+};
+
+// Opens OpenBLAS once per process, from any thread; an Error says why it
+// cannot be opened.
+Expected<const Blas*> openBlas();
+
+}  // namespace kfuse
