@@ -17,5 +17,8 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 # Tests of the cuda target (CUDA C generation, no GPU needed): REQUIRES: cuda.
 if config.kfuse_with_cuda.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("cuda")
+# Tests that compile cpu packages (kfuse compile needs LLVM for them): REQUIRES: llvm.
+if config.kfuse_with_llvm.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("llvm")
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%examples", os.path.join(config.kfuse_src_root, "examples")))
