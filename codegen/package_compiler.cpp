@@ -130,7 +130,7 @@ Status compileCuda(std::vector<PackageFunction>& fns, const PackageCompileOption
   for (PackageFunction& f : fns) {
     KF_ASSIGN_OR_RETURN(cuda::EmittedProgram emitted, cuda::emitProgram(*f.plan, co));
     f.source = cuda::programSource(emitted);
-    KF_ASSIGN_OR_RETURN(cuda::CudaProgram program, cuda::compileProgram(*f.plan, co));
+    KF_ASSIGN_OR_RETURN(cuda::CudaProgram program, cuda::compileEmitted(std::move(emitted), co));
     stats.kernels += f.plan->kernels.size();
     stats.units += program.modules.size();
     f.cuda = std::move(program);

@@ -139,6 +139,10 @@ Expected<CudaProgram> compileProgram(const Plan& plan, const CudaCompileOptions&
   CudaCompileReport local;
   CudaCompileReport* r = report ? report : &local;
   KF_ASSIGN_OR_RETURN(EmittedProgram emitted, emitProgram(plan, opts, r));
+  return compileEmitted(std::move(emitted), opts, &r->nvrtc);
+}
+
+Expected<CudaProgram> compileEmitted(EmittedProgram emitted, const CudaCompileOptions& opts, CompileStats* stats) {
   std::vector<CompileJob> jobs;
   for (const StepSource& u : emitted.units) {
     std::vector<std::string> what;
@@ -149,7 +153,7 @@ Expected<CudaProgram> compileProgram(const Plan& plan, const CudaCompileOptions&
   nv.arch = opts.arch;
   nv.lineInfo = opts.lineInfo;
   KF_ASSIGN_OR_RETURN(std::vector<CompiledUnit> compiled,
-                      compileAll(jobs, nv, CompileCache(opts.cacheDir), opts.compileThreads, &r->nvrtc));
+                      compileAll(jobs, nv, CompileCache(opts.cacheDir), opts.compileThreads, stats));
   CudaProgram p;
   p.arch = opts.arch;
   for (size_t i = 0; i < compiled.size(); ++i)

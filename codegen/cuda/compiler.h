@@ -53,6 +53,10 @@ Expected<EmittedProgram> emitProgram(const Plan& plan, const CudaCompileOptions&
 // NVRTC's log).
 Expected<CudaProgram> compileProgram(const Plan& plan, const CudaCompileOptions& opts,
                                      CudaCompileReport* report = nullptr);
+// The NVRTC half of compileProgram, for callers that keep the emitted
+// source too (kfuse compile stores it in packages).
+Expected<CudaProgram> compileEmitted(EmittedProgram emitted, const CudaCompileOptions& opts,
+                                     CompileStats* stats = nullptr);
 
 // Every unit's CUDA C, each preceded by a line naming it (--dump-cuda).
 std::string programSource(const EmittedProgram& p);
