@@ -68,25 +68,6 @@ Status loadInitWeights(Module& m, const std::string& path) {
   return Status::ok();
 }
 
-Expected<ModelOptions> modelOptions(const std::vector<std::string>& specs) {
-  ModelOptions o;
-  for (const std::string& s : specs) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos) return Error(str("--shape expects NAME=D0,D1,..., got '", s, "'"));
-    std::vector<int64_t> dims;
-    std::stringstream ss(s.substr(eq + 1));
-    for (std::string d; std::getline(ss, d, ',');) {
-      try {
-        dims.push_back(std::stoll(d));
-      } catch (...) {
-        return Error(str("--shape '", s, "': '", d, "' is not a dimension"));
-      }
-    }
-    o.shapes[s.substr(0, eq)] = dims;
-  }
-  return o;
-}
-
 // What the epoch loop trains: a model compiled now (Trainer), or a package
 // compiled before (PackageRunner).
 class Session {
@@ -158,7 +139,8 @@ struct Prepared {
 Expected<Prepared> prepareModel(const TrainArgs& a) {
   KF_ASSIGN_OR_RETURN(TrainerOptions opts, trainerOptions(a));
   KF_RETURN_IF_ERROR(a.instr.validate());
-  KF_ASSIGN_OR_RETURN(ModelOptions mopts, modelOptions(a.shapes));
+  ModelOptions mopts;
+  KF_RETURN_IF_ERROR(parseShapeSpecs(a.shapes, mopts));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadModel(a.model, mopts));
   if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
   Graph& forward = *model->functions().front();
