@@ -12,6 +12,7 @@
 #include "codegen/plan/plan_builder.h"
 #include "frontend/trace/trace.h"
 #include "ir/parser.h"
+#include "ir/specialize.h"
 #include "runtime/cpu_runner.h"
 #include "runtime/trainer.h"
 #include "tests/unit/test_util.h"
@@ -287,6 +288,38 @@ TEST(MemoryReport, CnnTrainingAndInferencePeakIsWhatTheRunnerAllocates) {
   ASSERT_NE(fwd, nullptr);
   EXPECT_EQ((*exec)->deviceBytesAllocated(), memoryReport(*fwd, trainableOf(t->module())).predictedPeak);
   EXPECT_EQ(test::compareTensors(again->outputs[0], (*out)[0], 0, 0), "");
+}
+
+
+// A traced transformer encoder layer re-typed to other batch sizes
+// (`kfuse memory --batch`): its head reshapes infer the batch, so the plan
+// follows it, runs like the interpreter, and allocates the predicted peak.
+TEST(MemoryReport, TracedTransformerReBatches) {
+  nn::manualSeed(0);
+  nn::TransformerEncoderLayer layer(16, 2, {.dimFeedforward = 32, .dropout = 0.0, .batchFirst = true});
+  layer.eval();
+  uint64_t previousPeak = 0;
+  for (int64_t batch : {1, 5}) {
+    auto m = nn::trace(layer, TensorType(DType::F32, {2, 6, 16}));
+    ASSERT_TRUE(m) << m.error().message();
+    Graph& forward = *(*m)->functions().front();
+    ASSERT_TRUE(specializeBatch(forward, batch).ok());
+    TensorType in(DType::F32, {batch, 6, 16});
+    ASSERT_EQ(forward.results()[0]->type(), in);
+    auto want = interpret(forward, {ramp(in, 1.0)});
+    ASSERT_TRUE(want) << want.error().message();
+    auto exec = createExecutor("cpu", {.inplace = true, .poison = true});
+    ASSERT_TRUE(exec);
+    auto got = (*exec)->run(forward, {ramp(in, 1.0)});
+    ASSERT_TRUE(got) << got.error().message();
+    EXPECT_EQ(test::compareTensors(got->outputs[0], want->outputs[0], 1e-5, 1e-5), "") << "batch " << batch;
+    const Plan* plan = (*exec)->planFor(forward);
+    ASSERT_NE(plan, nullptr);
+    uint64_t peak = memoryReport(*plan, trainableOf(**m)).predictedPeak;
+    EXPECT_EQ((*exec)->deviceBytesAllocated(), peak);
+    EXPECT_GT(peak, previousPeak);
+    previousPeak = peak;
+  }
 }
 
 }  // namespace

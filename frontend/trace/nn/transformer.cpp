@@ -92,9 +92,10 @@ Tensor MultiheadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
     }
     qkv = {project(q, ws[0], bs[0]), project(k, ws[1], bs[1]), project(v, ws[2], bs[2])};
   }
-  // [N, len, E] -> [N, H, len, D]
+  // [N, len, E] -> [N, H, len, D]. The batch is traced as -1 (inferred), so
+  // the graph can be re-typed for another batch size (specializeBatch).
   auto heads = [&](const Tensor& t, int64_t len) {
-    return trace::transpose(trace::reshape(t, {n, len, h, d}), {0, 2, 1, 3});
+    return trace::transpose(trace::reshape(t, {-1, len, h, d}), {0, 2, 1, 3});
   };
   // Separate statements keep the node order independent of argument evaluation order.
   Tensor scaledQ = heads(qkv[0], l) / std::sqrt(static_cast<double>(d));
@@ -104,7 +105,7 @@ Tensor MultiheadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
   if (isTraining() && options.dropout > 0)
     attn = options.dropout >= 1.0 ? attn * 0.0
                                   : trace::dropout(attn, options.dropout, q.tracer().seedFor(this, dropoutSeed_));
-  Tensor context = trace::reshape(trace::transpose(trace::matmul(attn, heads(qkv[2], s)), {0, 2, 1, 3}), {n, l, e});
+  Tensor context = trace::reshape(trace::transpose(trace::matmul(attn, heads(qkv[2], s)), {0, 2, 1, 3}), {-1, l, e});
   return outProj->forward(context);
 }
 
@@ -124,7 +125,7 @@ Tensor MultiheadAttention::masked(const Tensor& scores, const AttentionMasks& ma
     if (m.shape() == Shape{l, s})
       out = apply(m, m);
     else if (m.shape() == Shape{n * h, l, s})
-      out = apply(m, trace::reshape(m, nhls));
+      out = apply(m, trace::reshape(m, {-1, h, l, s}));
     else
       return fail(scores, str("attn_mask must be [L, S] = [", l, ", ", s, "] or [N * num_heads, L, S] = [", n * h,
                               ", ", l, ", ", s, "], got ", formatType(m.type())));
@@ -134,7 +135,7 @@ Tensor MultiheadAttention::masked(const Tensor& scores, const AttentionMasks& ma
     if (!m.ok()) return passOn(m);
     if (m.shape() != Shape{n, s})
       return fail(scores, str("key_padding_mask must be [N, S] = [", n, ", ", s, "], got ", formatType(m.type())));
-    out = apply(m, trace::reshape(m, {n, 1, 1, s}));
+    out = apply(m, trace::reshape(m, {-1, 1, 1, s}));
   }
   return out;
 }
