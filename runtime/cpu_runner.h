@@ -7,6 +7,7 @@
 
 #include "ir/interpreter.h"
 #include "runtime/plan.h"
+#include "runtime/poison.h"
 
 namespace kfuse {
 
@@ -17,8 +18,8 @@ struct CpuRunnerOptions {
   // Debug: fill the arena with 0xFF bytes (NaN in every float type) before
   // each run, and each buffer with NaN (float dtypes) or 0xAB bytes (others)
   // after the last step that uses it, so that reading a dead or overwritten
-  // buffer gives a visibly wrong result.
-  bool poison = false;
+  // buffer gives a visibly wrong result. Off unless the build says otherwise.
+  bool poison = poisonByDefault();
 };
 
 // Memory: the runner is the device. On its first run it allocates the

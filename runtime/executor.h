@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ir/interpreter.h"
+#include "runtime/poison.h"
 
 namespace kfuse {
 
@@ -18,7 +19,7 @@ struct ExecutionOptions {
   // In-place rewriting of the plans (--no-inplace turns it off).
   bool inplace = true;
   // Poison buffers when their lifetime ends (--poison; runtime/cpu_runner.h).
-  bool poison = false;
+  bool poison = poisonByDefault();
   // cuda: the architecture NVRTC compiles for (--arch), and capturing each
   // run as a CUDA Graph replayed after (--cuda-graph).
   std::string cudaArch = "sm_90";

@@ -16,12 +16,13 @@
 
 #include "ir/graph.h"
 #include "runtime/package/package.h"
+#include "runtime/poison.h"
 
 namespace kfuse {
 
 struct PackageRunnerOptions {
   // Debug: poison buffers when their lifetime ends (cpu; runtime/cpu_runner.h).
-  bool poison = false;
+  bool poison = poisonByDefault();
   // cuda: capture each run as a CUDA Graph and replay it.
   bool cudaGraph = false;
 };

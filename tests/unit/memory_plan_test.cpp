@@ -110,28 +110,35 @@ TEST(BufferPlan, RandomLifetimesPackWithinBoundsAndVerify) {
   }
 }
 
-// Poisoning must turn a read past a buffer's recorded lifetime into NaN:
-// shorten one lifetime by hand and the poisoned run's result goes wrong
-// while the plain run's stays right.
-TEST(Poisoning, ReadAfterRecordedLifetimeGivesNaN) {
-  auto m = parseModule(R"(module @m {
+// %c = log(exp(x)) + exp(x), whose plan claims %a = exp(x) dies at step 1
+// although step 2 reads it.
+constexpr const char* kExpLogAdd = R"(module @m {
   func @f(%x: f32[4]) -> (f32[4]) {
     %a = exp %x : f32[4]
     %b = log %a : f32[4]
     %c = add %b, %a : f32[4]
     return %c
   }
-})",
-                       "poison.kir", {});
-  ASSERT_TRUE(m) << m.error().message();
-  const Graph& g = *(*m)->functions().front();
-  auto plan = buildPlan(g, {.inplace = false});
-  ASSERT_TRUE(plan) << plan.error().message();
-  // %a (b1) is read by steps 1 and 2; claim it dies at step 1.
-  ASSERT_EQ(plan->buffers[1].name, "%a");
-  ASSERT_EQ(plan->buffers[1].lastUse, 2);
+})";
+
+std::shared_ptr<const Plan> planWithShortenedLifetime(const Module& m) {
+  auto plan = buildPlan(*m.functions().front(), {.inplace = false});
+  EXPECT_TRUE(plan) << plan.error().message();
+  if (!plan) return nullptr;
+  EXPECT_EQ(plan->buffers[1].name, "%a");
+  EXPECT_EQ(plan->buffers[1].lastUse, 2);
   plan->buffers[1].lastUse = 1;
-  auto shared = std::make_shared<const Plan>(*plan);
+  return std::make_shared<const Plan>(*plan);
+}
+
+// Poisoning must turn a read past a buffer's recorded lifetime into NaN:
+// shorten one lifetime by hand and the poisoned run's result goes wrong
+// while the plain run's stays right.
+TEST(Poisoning, ReadAfterRecordedLifetimeGivesNaN) {
+  auto m = parseModule(kExpLogAdd, "poison.kir", {});
+  ASSERT_TRUE(m) << m.error().message();
+  auto shared = planWithShortenedLifetime(**m);
+  ASSERT_TRUE(shared);
   Tensor x(TensorType(DType::F32, {4}));
   for (int64_t i = 0; i < 4; ++i) x.set(i, 0.5 * static_cast<double>(i));
   CpuRunner plain(shared, {}, {.poison = false}), poisoned(shared, {}, {.poison = true});
@@ -142,6 +149,21 @@ TEST(Poisoning, ReadAfterRecordedLifetimeGivesNaN) {
     EXPECT_NEAR(good->outputs[0].at(i), 0.5 * static_cast<double>(i) + std::exp(0.5 * static_cast<double>(i)), 1e-5);
     EXPECT_TRUE(std::isnan(bad->outputs[0].at(i))) << i;
   }
+}
+
+// The build scripts/test.sh runs the whole suite with a second time
+// (-DKFUSE_POISON_BY_DEFAULT=ON) must poison with default options, and
+// the ordinary build must not.
+TEST(Poisoning, DefaultFollowsTheBuild) {
+  auto m = parseModule(kExpLogAdd, "poison.kir", {});
+  ASSERT_TRUE(m) << m.error().message();
+  auto shared = planWithShortenedLifetime(**m);
+  ASSERT_TRUE(shared);
+  CpuRunner runner(shared, {}, {});
+  auto out = runner.run(**m, {Tensor(TensorType(DType::F32, {4}))});
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_EQ(std::isnan(out->outputs[0].at(0)), KFUSE_POISONED_BUILD != 0);
+  EXPECT_EQ(ExecutionOptions{}.poison, KFUSE_POISONED_BUILD != 0);
 }
 
 struct SpiralMlp : nn::Module {

@@ -164,8 +164,7 @@ Action addRunCommand(CLI::App& app) {
   cmd->add_flag("--no-fuse", a->noFuse, "Compile without the fusion pass: one launch per op");
   cmd->add_option("--layout", a->layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
   cmd->add_flag("--no-inplace", a->noInplace, "Never let a step write its output over an input");
-  cmd->add_flag("--poison", a->poison,
-                "Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends");
+  addPoisonFlag(cmd, a->poison);
   addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runRun(*a); };

@@ -267,8 +267,7 @@ Action addTrainCommand(CLI::App& app) {
   cmd->add_option("--layout", a->layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
   cmd->add_flag("--no-inplace", a->noInplace,
                 "Never let a step write its output over an input (optimizer updates included)");
-  cmd->add_flag("--poison", a->poison,
-                "Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends");
+  addPoisonFlag(cmd, a->poison);
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");
   addCudaFlags(cmd, a->cuda);

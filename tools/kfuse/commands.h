@@ -37,6 +37,8 @@ struct CudaFlags {
   bool cudaGraph = false;
 };
 void addCudaFlags(CLI::App* cmd, CudaFlags& f);
+// --poison (runtime/poison.h); `poison` starts at the build's default.
+void addPoisonFlag(CLI::App* cmd, bool& poison);
 // Errors when a flag is given for another target than cuda; else copies
 // them into `exec`.
 Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOptions& exec);

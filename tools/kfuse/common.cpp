@@ -3,6 +3,7 @@
 
 #include "ir/parser.h"
 #include "ir/support/strings.h"
+#include "runtime/poison.h"
 
 #include "tools/kfuse/commands.h"
 
@@ -27,6 +28,13 @@ Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOp
   if (!f.arch.empty()) exec.cudaArch = f.arch;
   exec.cudaGraph = f.cudaGraph;
   return Status::ok();
+}
+
+void addPoisonFlag(CLI::App* cmd, bool& poison) {
+  poison = poisonByDefault();
+  cmd->add_flag("--poison", poison,
+                str("Debug: fill each buffer with NaN (or 0xAB bytes) when its lifetime ends",
+                    poisonByDefault() ? " (on by default: this kfuse was built with KFUSE_POISON_BY_DEFAULT)" : ""));
 }
 
 int reportError(const std::string& command, const Error& e) {
