@@ -8,6 +8,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/plan/plan_builder.h"
+#include "codegen/plan/plan_pass.h"
 #include "ir/support/strings.h"
 
 #if KFUSE_HAS_LLVM_JIT
@@ -163,7 +164,8 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   out.meta.model = o.model;
   out.meta.options = o.commandLine;
   KF_ASSIGN_OR_RETURN(Backend backend, backendFor(o.target, o.fuse, o.layout));
-  out.meta.pipeline = backend.pipeline;
+  // The whole pipeline, plan passes included: `kfuse opt --passes=` runs it.
+  out.meta.pipeline = str(backend.pipeline, ",", standardPlanPipeline(o.inplace));
   // Signatures as written, before passes rename values.
   std::vector<std::pair<std::string, Signature>> functions;
   for (const auto& g : m.functions()) functions.emplace_back(g->name(), signatureOf(*g));
@@ -181,7 +183,7 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
     functions.clear();
     functions.emplace_back(fns.forward->name(), std::move(forwardSig));
     functions.emplace_back(fns.step->name(), signatureOf(*fns.step));
-    out.meta.pipeline = "autodiff," + backend.pipeline;
+    out.meta.pipeline = "autodiff," + out.meta.pipeline;
     out.meta.training = PackageTraining{fns.step->name(), fns.forward->name(), o.loss, o.optimizer,
                                         o.training.training.loss != LossKind::None};
   } else {

@@ -45,12 +45,6 @@ const PassInfo* findPass(std::string_view name) {
   return nullptr;
 }
 
-std::string standardPipeline(std::string_view name) {
-  // Training prepends autodiff (which needs its options) to the same passes.
-  if (name == "inference" || name == "training" || name == "simplify") return "constant-fold,canonicalize,cse,dce";
-  return "";
-}
-
 Expected<std::vector<std::unique_ptr<Pass>>> parsePipeline(std::string_view text) {
   std::vector<std::unique_ptr<Pass>> out;
   size_t i = 0;

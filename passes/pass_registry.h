@@ -21,9 +21,6 @@ const PassInfo* findPass(std::string_view name);
 // the known passes.
 Expected<std::vector<std::unique_ptr<Pass>>> parsePipeline(std::string_view text);
 
-// Standard pipelines by name ("inference"), as pipeline strings.
-std::string standardPipeline(std::string_view name);
-
 // Error for an option a pass does not take.
 Error unknownPassOption(std::string_view pass, const PassOptions& opts);
 

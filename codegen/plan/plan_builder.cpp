@@ -4,8 +4,7 @@
 #include <set>
 
 #include "codegen/kernel/lower.h"
-#include "codegen/plan/buffer_plan.h"
-#include "codegen/plan/inplace.h"
+#include "codegen/plan/plan_pass.h"
 #include "ir/kernel_form.h"
 #include "ir/op_registry.h"
 #include "ir/ops/window.h"
@@ -316,10 +315,12 @@ class PlanBuilder {
 
 }  // namespace
 
+Expected<Plan> lowerToPlan(const Graph& g) { return PlanBuilder(g).run(); }
+
 Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts) {
-  KF_ASSIGN_OR_RETURN(Plan plan, PlanBuilder(g).run());
-  if (opts.inplace) rewriteInPlace(plan);
-  if (auto r = planBuffers(plan); !r) return r.error();
+  KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(g));
+  KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(standardPlanPipeline(opts.inplace)));
+  for (const auto& pass : passes) KF_RETURN_IF_ERROR(pass->run(plan).status());
   return plan;
 }
 

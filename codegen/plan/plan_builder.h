@@ -1,8 +1,8 @@
 // Lowering a function (after fusion) to an executable plan: every fused node
 // and every other kernelizable node becomes a kernel launch, matmuls become
 // GEMM steps (with their fused epilogue), reshapes become aliases, and ops
-// with no kernel form yet run their reference implementation. Then memory:
-// in-place rewriting and buffer planning.
+// with no kernel form yet run their reference implementation. Then the plan
+// passes: in-place rewriting and buffer planning.
 #pragma once
 
 #include "ir/graph.h"
@@ -15,9 +15,13 @@ struct PlanOptions {
   bool inplace = true;
 };
 
-// Lowers `g`, rewrites in place (unless disabled) and plans its buffers
-// (codegen/plan/buffer_plan.h): the plan comes back with every offset set,
-// its regions sized and verified.
+// `lower`: the plan of `g` before any plan pass (codegen/plan/plan_pass.h):
+// buffers without offsets or lifetimes.
+Expected<Plan> lowerToPlan(const Graph& g);
+
+// Lowers `g` and runs the standard plan pipeline: in-place rewriting (unless
+// disabled), then buffer planning. The plan comes back with every offset
+// set, its regions sized and verified.
 Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts = {});
 
 }  // namespace kfuse

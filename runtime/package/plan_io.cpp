@@ -124,7 +124,8 @@ ojson writeBuffer(const PlanBuffer& b) {
 // Reads a plan and checks everything a runner indexes with.
 class PlanReader {
  public:
-  PlanReader(const json& j, const TensorMap& constants) : j_(j), constants_(constants) {}
+  PlanReader(const json& j, const TensorMap& constants, PlanOffsets offsets)
+      : j_(j), constants_(constants), offsets_(offsets) {}
 
   Plan run() {
     p_.function = stringAt(j_, "function");
@@ -202,6 +203,7 @@ class PlanReader {
           return b;
         case BufferKind::Temp: break;
       }
+      if (b.offset == -1 && offsets_ == PlanOffsets::Optional) return b;
       uint64_t region = b.kind == BufferKind::Temp ? p_.arenaBytes : p_.residentBytes;
       uint64_t size = alignedBytes(b.type.byteSize());
       if (b.offset < 0) fail("the buffer has no offset (the plan was not planned)");
@@ -430,6 +432,7 @@ class PlanReader {
 
   const json& j_;
   const TensorMap& constants_;
+  PlanOffsets offsets_;
   Plan p_;
   size_t numSteps_ = 0, numInputs_ = 0;
 };
@@ -462,8 +465,8 @@ std::string serializePlan(const Plan& p, std::vector<std::pair<std::string, cons
   return o.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
-Expected<Plan> parsePlan(std::string_view text, const TensorMap& constants) {
-  return parseJson<Plan>(text, "plan", [&](const json& j) { return PlanReader(j, constants).run(); });
+Expected<Plan> parsePlan(std::string_view text, const TensorMap& constants, PlanOffsets offsets) {
+  return parseJson<Plan>(text, "plan", [&](const json& j) { return PlanReader(j, constants, offsets).run(); });
 }
 
 }  // namespace kfuse

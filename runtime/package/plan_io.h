@@ -28,8 +28,14 @@ std::string constantKey(std::string_view function, int buffer);
 // under constantKey (the pointers point into `p`).
 std::string serializePlan(const Plan& p, std::vector<std::pair<std::string, const Tensor*>>& constants);
 
+// Whether every non-alias buffer must have its offset: a plan to run (a
+// package's) must; a `kfuse opt --dump-ir-dir` dump from before the
+// plan-buffers pass has none.
+enum class PlanOffsets { Required, Optional };
+
 // Reads what serializePlan wrote; `constants` must hold every constant the
 // plan names (extra tensors are ignored).
-Expected<Plan> parsePlan(std::string_view json, const TensorMap& constants);
+Expected<Plan> parsePlan(std::string_view json, const TensorMap& constants,
+                         PlanOffsets offsets = PlanOffsets::Required);
 
 }  // namespace kfuse

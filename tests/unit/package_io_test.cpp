@@ -15,6 +15,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/plan/plan_builder.h"
+#include "codegen/plan/plan_pass.h"
 #include "ir/op_registry.h"
 #include "ir/parser.h"
 #include "ir/weights.h"
@@ -40,11 +41,11 @@ TensorMap constantMap(const ConstantList& list) {
 
 // serialize -> parse -> serialize: the same text, the same print, the same
 // constants. Returns the parsed plan (empty after a failure).
-Plan roundTrip(const Plan& p, std::string* textOut = nullptr) {
+Plan roundTrip(const Plan& p, std::string* textOut = nullptr, PlanOffsets offsets = PlanOffsets::Required) {
   ConstantList first;
   std::string text = serializePlan(p, first);
   if (textOut) *textOut = text;
-  auto parsed = parsePlan(text, constantMap(first));
+  auto parsed = parsePlan(text, constantMap(first), offsets);
   EXPECT_TRUE(parsed) << parsed.error().message();
   if (!parsed) return Plan{};
   ConstantList second;
@@ -194,6 +195,29 @@ TEST_P(SuitePlanTest, RoundTripsAndRunsIdentically) {
   EXPECT_LT(depth, 64);
   EXPECT_LT(tree, 1 << 14);
   expectSameRun(built->plan, parsed, built->module(), built->args);
+}
+
+// kfuse opt --dump-ir-dir writes the plan after lowering and after each plan
+// pass: each stage reads back identically with offsets optional, and a plan
+// without offsets is refused where one is required (a package's).
+TEST_P(SuitePlanTest, EveryPlanPassStageRoundTrips) {
+  auto s = test::buildSuiteModel(GetParam(), "cpu");
+  ASSERT_TRUE(s) << s.error().message();
+  auto plan = lowerToPlan(*s->function);
+  ASSERT_TRUE(plan) << plan.error().message();
+  roundTrip(*plan, nullptr, PlanOffsets::Optional);
+  ConstantList constants;
+  std::string unplanned = serializePlan(*plan, constants);
+  auto refused = parsePlan(unplanned, constantMap(constants));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("the plan was not planned"), std::string::npos) << refused.error().message();
+  auto passes = parsePlanPipeline(standardPlanPipeline(true));
+  ASSERT_TRUE(passes);
+  for (const auto& pass : *passes) {
+    ASSERT_TRUE(pass->run(*plan)) << pass->name();
+    roundTrip(*plan, nullptr, PlanOffsets::Optional);
+  }
+  roundTrip(*plan);  // planned: offsets required and present
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SuitePlanTest, testing::ValuesIn(test::suiteModelNames()));

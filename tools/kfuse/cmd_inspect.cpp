@@ -1,11 +1,15 @@
 // kfuse inspect: what a package holds, read with the runtime's own loader
 // (so a package inspect accepts is one the runtime accepts).
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
 #include "codegen/plan/plan_stats.h"
 #include "ir/support/strings.h"
+#include "ir/support/file_io.h"
+#include "ir/weights.h"
 #include "runtime/package/package.h"
+#include "runtime/package/plan_io.h"
 #include "tools/kfuse/commands.h"
 
 namespace kfuse::cli {
@@ -71,7 +75,28 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
   for (const kernel::Kernel& k : p.kernels) std::cout << kernel::printKernel(k) << "\n";
 }
 
+// A plan dump of `kfuse opt --dump-ir-dir` (tools/kfuse/plan_stage.h): the
+// plan read back with the package reader, offsets optional, printed with
+// its kernels.
+int inspectPlanDump(const std::string& path) {
+  auto json = readFile(path);
+  if (!json) return reportError("inspect", json.error());
+  std::string weights = path.substr(0, path.size() - std::string_view(".json").size()) + ".safetensors";
+  TensorMap constants;
+  if (std::filesystem::exists(weights)) {
+    auto read = readWeightsFile(weights);
+    if (!read) return reportError("inspect", read.error());
+    constants = std::move(*read);
+  }
+  auto plan = parsePlan(*json, constants, PlanOffsets::Optional);
+  if (!plan) return reportError("inspect", plan.error().context(path));
+  std::cout << printPlan(*plan);
+  for (const kernel::Kernel& k : plan->kernels) std::cout << "\n" << kernel::printKernel(k) << "\n";
+  return 0;
+}
+
 int runInspect(const InspectArgs& a) {
+  if (a.package.ends_with(".plan.json")) return inspectPlanDump(a.package);
   auto pkg = Package::load(a.package);
   if (!pkg) return reportError("inspect", pkg.error());
   printHeader(**pkg);
@@ -83,9 +108,11 @@ int runInspect(const InspectArgs& a) {
 }  // namespace
 
 Action addInspectCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "Show what a package (.kfpkg) holds: target, functions, plans, kernels");
+  auto* cmd = app.add_subcommand(
+      "inspect",
+      "Show what a package (.kfpkg) holds: target, functions, plans, kernels; or read back a plan dump (.plan.json)");
   auto a = std::make_shared<InspectArgs>();
-  cmd->add_option("package", a->package, "The package")->required();
+  cmd->add_option("package", a->package, "The package, or a plan dump of kfuse opt --dump-ir-dir")->required();
   cmd->add_flag("--plan", a->plan, "Print each plan: buffers with offsets, sizes and lifetimes, then steps");
   cmd->add_flag("--source", a->source,
                 "Print each kernel's code: kernel IR (and LLVM IR when kept) for cpu, CUDA C for cuda");

@@ -5,6 +5,7 @@
 #include "codegen/backend.h"
 #include "codegen/kernel/lower.h"
 #include "codegen/plan/plan_builder.h"
+#include "codegen/plan/plan_pass.h"
 #include "tools/kfuse/dot.h"
 #include "ir/module_io.h"
 #include "ir/parser.h"
@@ -17,6 +18,7 @@
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
 #include "tools/kfuse/model_loader.h"
+#include "tools/kfuse/plan_stage.h"
 
 namespace kfuse::cli {
 namespace {
@@ -37,12 +39,17 @@ struct OptArgs {
 
 // Every function's plan (its launches: kernel bundles, library calls with
 // their epilogues, reference ops) and its kernels as the target generates
-// them (kernel IR for cpu, CUDA C for cuda).
-Status printKernels(const Module& m, const Backend& backend, bool inplace) {
-  for (const auto& f : m.functions()) {
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f, PlanOptions{inplace}));
+// them (kernel IR for cpu, CUDA C for cuda). `plans`: the plan stage's, or
+// empty for the standard plan pipeline's.
+Status printKernels(const Module& m, const Backend& backend, bool inplace, std::vector<Plan> plans) {
+  if (plans.empty())
+    for (const auto& f : m.functions()) {
+      KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f, PlanOptions{inplace}));
+      plans.push_back(std::move(plan));
+    }
+  for (const Plan& plan : plans) {
     size_t launches = plan.launches();
-    std::cout << "// ----- kernels of @" << f->name() << ": " << launches << (launches == 1 ? " launch" : " launches")
+    std::cout << "// ----- kernels of @" << plan.function << ": " << launches << (launches == 1 ? " launch" : " launches")
               << " -----\n";
     std::cout << printPlan(plan) << "\n";
     KF_ASSIGN_OR_RETURN(std::string source, backend.kernelSource(plan));
@@ -53,13 +60,25 @@ Status printKernels(const Module& m, const Backend& backend, bool inplace) {
 
 int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   if (!module) return reportError("opt", module.error());
-  auto passes = parsePipeline(a.passes);
+  auto split = splitPipeline(a.passes);
+  if (!split) return reportError("opt", split.error());
+  auto& [graphPasses, planPasses] = *split;
+  auto passes = parsePipeline(graphPasses);
   if (!passes) return reportError("opt", passes.error());
-  auto named = [&](const std::string& p) {
+  auto namedGraphPass = [&](const std::string& p) {
     for (const auto& pass : *passes)
       if (pass->name() == p) return true;
     return false;
   };
+  auto planList = parsePlanPipeline(planPasses);
+  if (!planList) return reportError("opt", planList.error());
+  auto named = [&](const std::string& p) {
+    for (const auto& pass : *planList)
+      if (pass->name() == p) return true;
+    return namedGraphPass(p);
+  };
+  if (!planPasses.empty() && !a.output.empty())
+    return reportError("opt", Error("-o writes a module, but the pipeline ends in plan passes (" + planPasses + ")"));
   if (auto v = a.instr.validate(); !v) return reportError("opt", v.error());
   auto backend = backendFor(a.target);
   if (!backend) return reportError("opt", backend.error());
@@ -80,6 +99,15 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   Status s = pm.run(**module, ctx);
   if (!s) return reportError("opt", s.error());
   for (const auto& r : diag.remarks()) std::cerr << "remark: [" << r.pass << "] " << r.message << "\n";
+  // The plan stage, unless --stop-after ended the pipeline among the graph passes.
+  std::vector<Plan> plans;
+  bool planStage = !planPasses.empty() && !namedGraphPass(a.instr.stopAfter);
+  if (planStage) {
+    int firstDump = static_cast<int>(pm.records().size()) + 1;
+    auto ran = runPlanStage(**module, planPasses, a.instr, firstDump, std::cout);
+    if (!ran) return reportError("opt", ran.error());
+    plans = std::move(*ran);
+  }
   if (!a.dot.empty()) {
     const Module& m = **module;
     const Graph* f = a.dotFunction.empty() ? (m.functions().empty() ? nullptr : m.functions().front().get())
@@ -88,7 +116,11 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
     if (auto w = writeFileAtomically(a.dot, cli::toDot(*f)); !w) return reportError("opt", w.error());
   }
   if (a.printKernels) {
-    if (auto s = printKernels(**module, *backend, !a.noInplace); !s) return reportError("opt", s.error());
+    if (auto s = printKernels(**module, *backend, !a.noInplace, std::move(plans)); !s)
+      return reportError("opt", s.error());
+  } else if (planStage) {
+    if (!instrumentedPrint)
+      for (const Plan& p : plans) std::cout << printPlan(p) << "\n";
   } else if (!a.output.empty()) {
     if (auto w = writeModuleFile(**module, a.output); !w) return reportError("opt", w.error());
   } else if (!instrumentedPrint) {
@@ -131,7 +163,10 @@ int runSplit(const OptArgs& a) {
 
 int runOpt(const OptArgs& a) {
   // Check the flags before reading any input.
-  if (auto p = parsePipeline(a.passes); !p) return reportError("opt", p.error());
+  auto split = splitPipeline(a.passes);
+  if (!split) return reportError("opt", split.error());
+  if (auto p = parsePipeline(split->first); !p) return reportError("opt", p.error());
+  if (auto p = parsePlanPipeline(split->second); !p) return reportError("opt", p.error());
   if (!a.layout.empty())
     if (auto m = parseLayoutMode(a.layout); !m) return reportError("opt", m.error());
   if (a.splitInputFile) return runSplit(a);
@@ -144,7 +179,9 @@ Action addOptCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("opt", "Run passes over a .kir module and print or write the result");
   auto a = std::make_shared<OptArgs>();
   cmd->add_option("input", a->input, "Input module (.kir, or - for standard input)")->required();
-  cmd->add_option("--passes", a->passes, "Comma-separated pipeline, e.g. canonicalize,cse,dce");
+  cmd->add_option("--passes", a->passes,
+                  "Comma-separated pipeline, e.g. canonicalize,cse,dce; plan passes (inplace, plan-buffers) may end "
+                  "it: each function is then lowered to a plan, and the plans are printed");
   cmd->add_option("-o,--output", a->output, "Write the result to this .kir file (weights beside it when needed)");
   addInstrumentationFlags(cmd, a->instr);
   cmd->add_flag("--split-input-file", a->splitInputFile,

@@ -1,6 +1,7 @@
 #include "tools/kfuse/instrumentation_flags.h"
 
 #include "ir/support/strings.h"
+#include "codegen/plan/plan_pass.h"
 #include "passes/pass_registry.h"
 
 namespace kfuse::cli {
@@ -22,7 +23,7 @@ Instrumentation InstrumentationFlags::toInstrumentation() const {
 Status InstrumentationFlags::validate() const {
   for (const std::vector<std::string>* list : {&printBefore, &printAfter})
     for (const std::string& p : *list)
-      if (!findPass(p)) return Error(str("--print-ir-before/after names unknown pass '", p, "'"));
+      if (!findPass(p) && !findPlanPass(p)) return Error(str("--print-ir-before/after names unknown pass '", p, "'"));
   return Status::ok();
 }
 

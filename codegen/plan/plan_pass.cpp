@@ -1,0 +1,70 @@
+#include "codegen/plan/plan_pass.h"
+
+#include <algorithm>
+
+#include "codegen/plan/buffer_plan.h"
+#include "codegen/plan/inplace.h"
+#include "ir/support/strings.h"
+
+namespace kfuse {
+namespace {
+
+class InPlacePass : public PlanPass {
+ public:
+  std::string_view name() const override { return "inplace"; }
+  Expected<bool> run(Plan& p) override { return rewriteInPlace(p) > 0; }
+};
+
+class PlanBuffersPass : public PlanPass {
+ public:
+  std::string_view name() const override { return "plan-buffers"; }
+  Expected<bool> run(Plan& p) override {
+    KF_RETURN_IF_ERROR(planBuffers(p).status());
+    return true;
+  }
+};
+
+template <class P>
+std::unique_ptr<PlanPass> make() {
+  return std::make_unique<P>();
+}
+
+}  // namespace
+
+const std::vector<PlanPassInfo>& allPlanPasses() {
+  static const std::vector<PlanPassInfo> passes = {
+      {"inplace", "lets a step's output take over the storage of an input that dies there (plan)", make<InPlacePass>},
+      {"plan-buffers",
+       "lifetimes, arena offsets (best fit over four orders), the resident layout, and the verifier (plan)",
+       make<PlanBuffersPass>},
+  };
+  return passes;
+}
+
+const PlanPassInfo* findPlanPass(std::string_view name) {
+  for (const PlanPassInfo& p : allPlanPasses())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+Expected<std::vector<std::unique_ptr<PlanPass>>> parsePlanPipeline(std::string_view text) {
+  std::vector<std::unique_ptr<PlanPass>> out;
+  for (size_t i = 0; i <= text.size();) {
+    size_t end = std::min(text.find(',', i), text.size());
+    std::string_view name = text.substr(i, end - i);
+    i = end + 1;
+    if (name.empty()) continue;
+    const PlanPassInfo* info = findPlanPass(name);
+    if (!info) {
+      std::vector<std::string> known;
+      for (const PlanPassInfo& p : allPlanPasses()) known.push_back(p.name);
+      return Error(str("unknown plan pass '", name, "' (plan passes: ", join(known), ")"));
+    }
+    out.push_back(info->create());
+  }
+  return out;
+}
+
+std::string standardPlanPipeline(bool inplace) { return inplace ? "inplace,plan-buffers" : "plan-buffers"; }
+
+}  // namespace kfuse
