@@ -114,6 +114,15 @@ Expected<std::string> cudaSource(const Plan& plan) {
   KF_ASSIGN_OR_RETURN(cuda::EmittedProgram program, cuda::emitProgram(plan, cuda::CudaCompileOptions{}));
   return cuda::programSource(program);
 }
+
+// The CudaRunner's one allocation (runtime/cuda/program.h), from the
+// emitted program.
+Expected<DeviceBytes> cudaDeviceBytes(const Plan& plan) {
+  KF_ASSIGN_OR_RETURN(cuda::EmittedProgram program, cuda::emitProgram(plan, cuda::CudaCompileOptions{}));
+  cuda::DeviceAllocation a = cuda::deviceAllocation(plan.residentBytes + plan.arenaBytes, program.scratchBytes,
+                                                    cuda::kMatmulWorkspaceBytes, program.steps);
+  return DeviceBytes{a.workspaceOffset - a.scratchOffset, a.workspaceBytes, a.total};
+}
 #endif
 
 }  // namespace
@@ -123,10 +132,12 @@ Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_vie
   // Layout selection after simplification and before fusion, with the
   // target's measured cost model (passes/layout_cost.cpp).
   std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
-  if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}};
-  if (target == "cpu") return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR};
+  if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}, {}};
+  if (target == "cpu")
+    return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, {}};
 #if KFUSE_HAS_CUDA
-  if (target == "cuda") return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource};
+  if (target == "cuda")
+    return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource, cudaDeviceBytes};
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }

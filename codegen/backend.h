@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/plan/memory_report.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 #include "runtime/executor.h"
@@ -25,6 +26,10 @@ struct Backend {
   // --print-kernels` shows it: kernel IR for cpu (the LLVM IR is derived
   // from it), CUDA C for cuda. Empty for the interpreter.
   std::function<Expected<std::string>(const Plan&)> kernelSource;
+  // What the target's device allocates to run a plan, when it is more than
+  // the plan's two regions (cuda: scratch and cuBLASLt workspace, from the
+  // emitted program; no GPU needed). Empty: the regions alone (cpu).
+  std::function<Expected<DeviceBytes>(const Plan&)> deviceBytes;
 };
 
 // `fuse` false gives the same pipeline without fusion (--no-fuse), so every

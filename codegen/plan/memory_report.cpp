@@ -94,4 +94,10 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
   return r;
 }
 
+void addDeviceBytes(MemoryReport& r, const DeviceBytes& d) {
+  r.deviceScratch = d.scratch;
+  r.libraryWorkspace = d.libraryWorkspace;
+  r.predictedPeak = d.total;
+}
+
 }  // namespace kfuse

@@ -34,8 +34,12 @@ struct MemoryReport {
   uint64_t arena = 0;
   uint64_t noReuse = 0;
   uint64_t lowerBound = 0;
+  // What a device allocates beyond the plan's regions (cuda: the zeroed
+  // scratch of multi-block kernels, cuBLASLt's workspace; 0 on cpu).
+  uint64_t deviceScratch = 0;
+  uint64_t libraryWorkspace = 0;
   // Every allocation a device makes: each resident buffer aligned, plus the
-  // arena.
+  // arena, plus the device's own (addDeviceBytes).
   uint64_t predictedPeak = 0;
   // One line per output written over an input.
   std::vector<std::string> inPlace;
@@ -46,5 +50,14 @@ struct MemoryReport {
 };
 
 MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable);
+
+// A target's allocations beyond a plan's two regions (Backend::deviceBytes),
+// and the whole allocation they make together.
+struct DeviceBytes {
+  uint64_t scratch = 0;
+  uint64_t libraryWorkspace = 0;
+  uint64_t total = 0;
+};
+void addDeviceBytes(MemoryReport& r, const DeviceBytes& d);
 
 }  // namespace kfuse

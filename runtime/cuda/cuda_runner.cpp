@@ -8,8 +8,6 @@
 namespace kfuse::cuda {
 namespace {
 
-uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 cudaDataType_t ltType(DType t) {
   switch (t) {
     case DType::F16: return CUDA_R_16F;
@@ -105,9 +103,10 @@ Status CudaRunner::init() {
       end += alignedBytes(p.buffers[b].type.byteSize());
     }
   }
-  scratchOffset_ = alignUp(end, kBufferAlignment);
-  workspaceOffset_ = alignUp(scratchOffset_ + program_.scratchBytes, kBufferAlignment);
-  bytes_ = workspaceOffset_ + (anyMatmul ? program_.matmulWorkspaceBytes : 0);
+  DeviceAllocation a = deviceAllocation(end, program_.scratchBytes, program_.matmulWorkspaceBytes, program_.steps);
+  scratchOffset_ = a.scratchOffset;
+  workspaceOffset_ = a.workspaceOffset;
+  bytes_ = a.total;
   size_t freeBytes = 0, totalBytes = 0;
   KF_RETURN_IF_ERROR(check("cuMemGetInfo", cu_->memGetInfo(&freeBytes, &totalBytes)));
   CUresult res = cu_->memAlloc(&base_, std::max<uint64_t>(bytes_, 1));

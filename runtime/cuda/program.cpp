@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "ir/support/strings.h"
+#include "runtime/plan.h"
 
 namespace kfuse::cuda {
 
@@ -17,6 +18,18 @@ size_t CudaProgram::hostSteps() const {
   size_t n = 0;
   for (const StepProgram& s : steps) n += s.mode == StepMode::Host ? 1 : 0;
   return n;
+}
+
+DeviceAllocation deviceAllocation(uint64_t regionsEnd, size_t scratchBytes, size_t matmulWorkspaceBytes,
+                                  const std::vector<StepProgram>& steps) {
+  bool anyMatmul = false;
+  for (const StepProgram& s : steps) anyMatmul |= s.matmul.has_value();
+  DeviceAllocation a;
+  a.scratchOffset = alignedBytes(regionsEnd);
+  a.workspaceOffset = alignedBytes(a.scratchOffset + scratchBytes);
+  a.workspaceBytes = anyMatmul ? matmulWorkspaceBytes : 0;
+  a.total = a.workspaceOffset + a.workspaceBytes;
+  return a;
 }
 
 std::string describeProgram(const CudaProgram& p) {

@@ -64,6 +64,8 @@ struct StepProgram {
   std::string note;                  // how the step was compiled, for reports
 };
 
+constexpr size_t kMatmulWorkspaceBytes = 32u << 20;
+
 struct CudaProgram {
   std::string arch;  // "sm_90"
   std::vector<ModuleImage> modules;
@@ -71,12 +73,23 @@ struct CudaProgram {
   // Zero-initialised once; kernels leave it zeroed (counters of the
   // last-block protocol and grid barriers reset themselves).
   size_t scratchBytes = 0;
-  size_t matmulWorkspaceBytes = 32u << 20;  // cuBLASLt workspace
+  size_t matmulWorkspaceBytes = kMatmulWorkspaceBytes;  // cuBLASLt workspace
 
   // Device launches one run of the plan performs: kernels and matmuls.
   size_t deviceLaunches() const;
   size_t hostSteps() const;
 };
+
+// The one device allocation a CudaRunner makes: the plan's regions (ending
+// at `regionsEnd`), then the zeroed scratch, then cuBLASLt's workspace when
+// any step calls cuBLASLt. `kfuse memory --target=cuda` reports the same.
+struct DeviceAllocation {
+  uint64_t scratchOffset = 0, workspaceOffset = 0;
+  uint64_t workspaceBytes = 0;  // 0 when no step calls cuBLASLt
+  uint64_t total = 0;
+};
+DeviceAllocation deviceAllocation(uint64_t regionsEnd, size_t scratchBytes, size_t matmulWorkspaceBytes,
+                                  const std::vector<StepProgram>& steps);
 
 // One line per step: its matmul and launches, for kfuse's reports.
 std::string describeProgram(const CudaProgram& p);

@@ -4,13 +4,15 @@
 //     interpreter (every fused kernel, GEMM and reference step of it);
 //   - spiral MLP training, step by step, against the cpu target (1e-4 rel);
 //   - a CUDA Graph replay gives the same bits as the plain launches;
-//   - the launches counted equal the program's device launches per run.
+//   - the launches counted equal the program's device launches per run;
+//   - the device allocates the predicted peak of `kfuse memory`, exactly.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "codegen/backend.h"
 #include "codegen/cuda/executor.h"
+#include "codegen/plan/memory_report.h"
 #include "codegen/plan/plan_builder.h"
 #include "runtime/cuda/driver.h"
 #include "tests/cuda/suite_models.h"
@@ -57,6 +59,17 @@ TEST_P(GpuSuite, MatchesTheInterpreter) {
   ASSERT_EQ(got->updates.size(), want->updates.size());
   for (const auto& [name, t] : want->updates)
     EXPECT_EQ(test::compareTensors(*got->updates.at(name), *t, 1e-4, 1e-4), "") << "update of @" << name;
+  // kfuse memory --target=cuda's predicted peak is the device's allocation,
+  // to the byte (its regions, scratch and cuBLASLt workspace).
+  const Plan* plan = exec->planFor(fn);
+  ASSERT_NE(plan, nullptr);
+  auto backend = backendFor("cuda");
+  ASSERT_TRUE(backend && backend->deviceBytes);
+  auto device = backend->deviceBytes(*plan);
+  ASSERT_TRUE(device) << device.error().message();
+  MemoryReport report = memoryReport(*plan, {});
+  addDeviceBytes(report, *device);
+  EXPECT_EQ(exec->deviceBytesAllocated(), report.predictedPeak);
 }
 
 INSTANTIATE_TEST_SUITE_P(Suite, GpuSuite, testing::ValuesIn(test::suiteModelNames()));

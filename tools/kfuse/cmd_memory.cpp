@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "codegen/backend.h"
 #include "codegen/plan/memory_report.h"
 #include "ir/support/strings.h"
 #include "tools/kfuse/commands.h"
@@ -34,10 +35,12 @@ constexpr Row kRows[] = {
     {"saved_activations", "activations saved for backward", &MemoryReport::savedActivations},
     {"temporaries", "temporaries", &MemoryReport::temporaries},
     {"workspace", "workspace (conv im2col)", &MemoryReport::workspace},
+    {"device_scratch", "device scratch (cuda)", &MemoryReport::deviceScratch},
+    {"library_workspace", "library workspace (cuBLASLt)", &MemoryReport::libraryWorkspace},
     {"no_reuse", "no-reuse total (arena buffers)", &MemoryReport::noReuse},
     {"lower_bound", "lower bound (most alive at once)", &MemoryReport::lowerBound},
     {"arena", "arena", &MemoryReport::arena},
-    {"predicted_peak", "predicted peak (resident + arena)", &MemoryReport::predictedPeak},
+    {"predicted_peak", "predicted peak (resident+arena+device)", &MemoryReport::predictedPeak},
 };
 
 std::string mb(uint64_t bytes) {
@@ -62,16 +65,22 @@ bool scales(const std::vector<MemoryReport>& rs, uint64_t MemoryReport::*f) {
   return false;
 }
 
+// Rows only a target with its own device allocations fills (cuda).
+bool deviceOnly(const Row& row) {
+  return row.field == &MemoryReport::deviceScratch || row.field == &MemoryReport::libraryWorkspace;
+}
+
 void printTable(const MemoryArgs& a, const std::vector<int64_t>& batches, const std::vector<MemoryReport>& rs) {
   std::cout << a.model << (a.train ? " (training step, " + a.loss + ", " + a.optimizer : std::string(" (inference"))
             << ", target " << a.target << (a.noInplace ? ", no in-place" : "") << "), MB (1e6 bytes)\n";
-  constexpr int kLabel = 36, kCol = 12;
+  constexpr int kLabel = 40, kCol = 12;
   std::cout << std::left << std::setw(kLabel) << "batch" << std::right;
   for (int64_t b : batches) std::cout << std::setw(kCol) << (b > 0 ? str(b) : std::string("model"));
   bool several = rs.size() > 1;
   if (several) std::cout << "  grows with batch";
   std::cout << "\n";
   for (const Row& row : kRows) {
+    if (deviceOnly(row) && !scales(rs, row.field) && rs.front().*row.field == 0) continue;  // cpu: none
     std::cout << std::left << std::setw(kLabel) << row.label << std::right;
     for (const MemoryReport& r : rs) std::cout << std::setw(kCol) << mb(r.*row.field);
     if (several) std::cout << "  " << (scales(rs, row.field) ? "yes" : "no");
@@ -107,11 +116,18 @@ int runMemory(const MemoryArgs& a) {
     if (b <= 0) return reportError("memory", Error(str("--batch sizes must be positive, got ", b)));
   // 0: the model as written.
   std::vector<int64_t> batches = a.batches.empty() ? std::vector<int64_t>{0} : a.batches;
+  auto backend = backendFor(a.target, true, a.layout);
+  if (!backend) return reportError("memory", backend.error());
   std::vector<MemoryReport> reports;
   for (int64_t b : batches) {
     auto c = compileModelPlan(a, b, true);
     if (!c) return reportError("memory", b > 0 ? c.error().context(str("at batch ", b)) : c.error());
     reports.push_back(memoryReport(c->plan, c->trainable));
+    if (backend->deviceBytes) {
+      auto d = backend->deviceBytes(c->plan);
+      if (!d) return reportError("memory", d.error());
+      addDeviceBytes(reports.back(), *d);
+    }
   }
   if (a.json) {
     nlohmann::json per = nlohmann::json::array();

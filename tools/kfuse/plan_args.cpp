@@ -14,7 +14,7 @@ void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& wha
   cmd->add_flag("--train", a.train, "A whole training step (forward, loss, backward, optimizer)");
   cmd->add_option("--loss", a.loss, "Loss of the training step: cross_entropy or mse");
   cmd->add_option("--optimizer", a.optimizer, "Optimizer of the training step: sgd, adam or adamw");
-  cmd->add_option("--target", a.target, "Target whose plan " + what + ": cpu");
+  cmd->add_option("--target", a.target, "Target whose plan " + what + ": cpu or cuda (no GPU needed)");
   cmd->add_flag("--no-inplace", a.noInplace, "Plan without in-place rewriting");
   cmd->add_option("--layout", a.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
   cmd->add_flag("--json", a.json, "Print JSON instead of a table");
