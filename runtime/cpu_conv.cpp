@@ -1,21 +1,38 @@
 #include "runtime/cpu_conv.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 namespace kfuse {
 namespace {
 
+// c = a * b (+ c when `accumulate`: c holds the bias already).
 void gemm(const Blas& blas, bool transB, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-          float* c, int ldc) {
-  blas.sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
-              ldc);
+          float* c, int ldc, bool accumulate) {
+  blas.sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
+             accumulate ? 1.0f : 0.0f, c, ldc);
 }
 void gemm(const Blas& blas, bool transB, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-          double* c, int ldc) {
-  blas.dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
-              ldc);
+          double* c, int ldc, bool accumulate) {
+  blas.dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb,
+             accumulate ? 1.0 : 0.0, c, ldc);
+}
+
+// Short contiguous copies (9 to ~100 values, tens of thousands per
+// convolution) as fixed-size 8-value moves the compiler inlines, the last
+// one overlapping the previous: a memcpy call per copy cost more than the
+// copy itself.
+template <typename T>
+void copySpan(const T* __restrict src, T* __restrict dst, int64_t n) {
+  constexpr int64_t kChunk = 8;
+  if (n < kChunk) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  for (int64_t i = 0; i + kChunk <= n; i += kChunk) std::memcpy(dst + i, src + i, kChunk * sizeof(T));
+  std::memcpy(dst + n - kChunk, src + n - kChunk, kChunk * sizeof(T));
 }
 
 // One image, one group: the patch matrix whose column p (an output pixel)
@@ -85,6 +102,7 @@ struct Conv {
   // contiguous channels of one input pixel (one copy when the filter is
   // OHWI, whose taps keep channels innermost too).
   void im2colPixels(const T* x, int64_t n, int64_t g, T* col) const {
+    if (c.filterLast && c.groups == 1 && c.dilW == 1) return im2colFilterRows(x, n, col);
     for (int64_t oy = 0; oy < c.oh; ++oy)
       for (int64_t ox = 0; ox < c.ow; ++ox) {
         T* dst = col + (oy * c.ow + ox) * taps;
@@ -107,7 +125,39 @@ struct Conv {
       }
   }
 
+  // NHWC input, OHWI filter, one group, no horizontal dilation: the kw taps
+  // of one filter row read kw adjacent input pixels, c.c channels each, which
+  // lie contiguously in memory and in the col row alike: one copy of
+  // kw * c.c values per (pixel, ky) where the window is inside the image
+  // (tiny per-tap copies were most of a 3-channel first layer's time).
+  void im2colFilterRows(const T* x, int64_t n, T* col) const {
+    const int64_t span = c.kw * c.c;
+    for (int64_t oy = 0; oy < c.oh; ++oy)
+      for (int64_t ox = 0; ox < c.ow; ++ox) {
+        T* dst = col + (oy * c.ow + ox) * taps;
+        const int64_t ix0 = ox * c.strideW - c.padLeft;
+        const bool rowInside = ix0 >= 0 && ix0 + c.kw <= c.wd;
+        for (int64_t ky = 0; ky < c.kh; ++ky, dst += span) {
+          int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+          if (iy < 0 || iy >= c.h) {
+            std::fill(dst, dst + span, T(0));
+            continue;
+          }
+          const T* src = x + ((n * c.h + iy) * c.wd + ix0) * c.c;
+          if (rowInside) {
+            copySpan(src, dst, span);
+            continue;
+          }
+          for (int64_t kx = 0; kx < c.kw; ++kx) {
+            bool inside = ix0 + kx >= 0 && ix0 + kx < c.wd;
+            for (int64_t ch = 0; ch < c.c; ++ch) dst[kx * c.c + ch] = inside ? src[kx * c.c + ch] : T(0);
+          }
+        }
+      }
+  }
+
   void run(const T* x, const T* w, const T* bias, T* y, T* col) const {
+    if (bias) fillBias(bias, y);
     for (int64_t n = 0; n < c.n; ++n)
       for (int64_t g = 0; g < c.groups; ++g) {
         im2col(x, n, g, col);
@@ -116,18 +166,27 @@ struct Conv {
           // y[n, p, g*og + o] = sum_t col[p, t] * w[o, t]
           T* yg = y + n * pixels * c.o + g * og;
           gemm(blas, true, static_cast<int>(pixels), static_cast<int>(og), static_cast<int>(taps), col,
-               static_cast<int>(taps), wg, static_cast<int>(taps), yg, static_cast<int>(c.o));
+               static_cast<int>(taps), wg, static_cast<int>(taps), yg, static_cast<int>(c.o), bias != nullptr);
         } else {
           // y[n, g*og + o, p] = sum_t w[o, t] * col[t, p]
           T* yg = y + (n * c.o + g * og) * pixels;
           gemm(blas, false, static_cast<int>(og), static_cast<int>(pixels), static_cast<int>(taps), wg,
-               static_cast<int>(taps), col, static_cast<int>(pixels), yg, static_cast<int>(pixels));
+               static_cast<int>(taps), col, static_cast<int>(pixels), yg, static_cast<int>(pixels), bias != nullptr);
         }
       }
-    if (!bias) return;
+  }
+
+  // The output starts as the bias, written in memory order (NHWC rows of
+  // c.o channels, NCHW planes), and the GEMMs accumulate onto it: no second
+  // pass over the output (adding it after, along channels, was a fifth of a
+  // small CNN's inference in NHWC).
+  void fillBias(const T* bias, T* y) const {
+    if (c.channelsLast) {
+      for (int64_t r = 0; r < c.n * pixels; ++r, y += c.o) copySpan(bias, y, c.o);
+      return;
+    }
     for (int64_t n = 0; n < c.n; ++n)
-      for (int64_t o = 0; o < c.o; ++o)
-        for (int64_t p = 0; p < pixels; ++p) (c.channelsLast ? y[(n * pixels + p) * c.o + o] : y[(n * c.o + o) * pixels + p]) += bias[o];
+      for (int64_t o = 0; o < c.o; ++o, y += pixels) std::fill(y, y + pixels, bias[o]);
   }
 };
 
