@@ -77,6 +77,9 @@ class KernelEmitter {
   void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body);
   void emitPrologue();
   void emitOuterPoint(const Point& p);
+  bool columnOrder() const;
+  void emitColumnOrder();
+  void loadColumnAccumulators(const Point& p, size_t count);
   void emitReductionGroup(size_t first, size_t last, const Point& p);
   void emitElementStores(const Point& p);
   void emitRowLevel(const Point& p);
@@ -97,7 +100,12 @@ class KernelEmitter {
   std::vector<Value*> accs_;                 // this outer point's accumulators
   std::vector<Value*> invariantLoads_;       // per load: read once at entry, or null
   std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
+  std::vector<llvm::AllocaInst*> columns_;  // column order: one accumulator per outer point, per reduction
 };
+
+// Column order bounds its accumulator arrays (on the stack) to this many
+// outer points.
+constexpr int64_t kMaxColumnPoints = 8192;
 
 // One evaluation point: loads happen on first use, every node once.
 class KernelEmitter::Site {
@@ -187,7 +195,10 @@ llvm::Function* KernelEmitter::run() {
   if (!loops_.outer.empty()) {
     hoistInvariantLoads();
     if (!k_.prologue.empty()) emitPrologue();
-    emitNest(loops_.outer, 0, origin(), [&](const Point& p) { emitOuterPoint(p); });
+    if (columnOrder())
+      emitColumnOrder();
+    else
+      emitNest(loops_.outer, 0, origin(), [&](const Point& p) { emitOuterPoint(p); });
   }
   emitFinalStores();
   b_.CreateRetVoid();
@@ -292,6 +303,91 @@ void KernelEmitter::emitOuterPoint(const Point& p) {
   for (auto [first, last] : kernel::reductionGroups(k_)) emitReductionGroup(first, last, p);
   emitElementStores(p);
   emitRowLevel(p);
+}
+
+// A reduction over an axis that is not the contiguous one (a bias gradient:
+// the sum over a batch's rows of each column) walks memory with a stride
+// when each outer point runs its own reduce loop. Column order swaps the
+// nests instead: the reduce loop outside, the outer points inside, where
+// the loads are contiguous and vectorise, with one accumulator per outer
+// point in a stack array. Each accumulator still adds its values in the
+// same order, so results are bit-identical to row order.
+bool KernelEmitter::columnOrder() const {
+  if (k_.reductions.empty() || loops_.reduce.empty() || loops_.outer.dims.empty() || loops_.reduce.dims.empty())
+    return false;
+  if (loops_.outer.points > kMaxColumnPoints) return false;
+  const kernel::SpaceDim &o = loops_.outer.dims.back(), &r = loops_.reduce.dims.back();
+  bool contiguousAcross = false;
+  for (size_t a = 0; a < k_.loads.size(); ++a) {
+    if (r.strides[a] == 1) return false;  // the reduce axis is contiguous for some load: row order
+    contiguousAcross |= o.strides[a] == 1 && r.strides[a] != 0;
+  }
+  return contiguousAcross;
+}
+
+// accs_[0..count) from the column arrays at `p`'s outer point (its last
+// offset: the point's number in the outer space).
+void KernelEmitter::loadColumnAccumulators(const Point& p, size_t count) {
+  accs_.assign(k_.reductions.size(), nullptr);
+  for (size_t r = 0; r < count; ++r) {
+    llvm::Type* t = columns_[r]->getAllocatedType();
+    accs_[r] = b_.CreateLoad(t, b_.CreateInBoundsGEP(t, columns_[r], p.offsets.back()), "acc");
+  }
+}
+
+void KernelEmitter::emitColumnOrder() {
+  // Both spaces with one more access: the outer point's number (row-major
+  // over the outer dims; 0 along reduce dims), indexing the arrays.
+  kernel::Space outer = loops_.outer, reduce = loops_.reduce;
+  int64_t stride = 1;
+  for (size_t d = outer.dims.size(); d-- > 0;) {
+    outer.dims[d].strides.push_back(stride);
+    stride *= outer.dims[d].extent;
+  }
+  for (kernel::SpaceDim& d : reduce.dims) d.strides.push_back(0);
+  kernel::Space swapped = reduce;
+  swapped.dims.insert(swapped.dims.end(), outer.dims.begin(), outer.dims.end());
+  Point start = origin();
+  start.offsets.push_back(b_.getInt64(0));
+
+  std::vector<DType> types;
+  for (const kernel::Reduction& red : k_.reductions) {
+    types.push_back(accumulatorType(red.combiner, red.value->type));
+    llvm::BasicBlock& entry = fn_->getEntryBlock();
+    entry_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
+    columns_.push_back(entry_.CreateAlloca(computeTypeOf(ctx_, types.back()),
+                                           b_.getInt64(static_cast<uint64_t>(outer.points)), "column"));
+  }
+  auto column = [&](size_t r, const Point& p) {
+    return b_.CreateInBoundsGEP(columns_[r]->getAllocatedType(), columns_[r], p.offsets.back());
+  };
+  for (auto [first, last] : kernel::reductionGroups(k_)) {
+    emitNest(outer, 0, start, [&](const Point& p) {
+      for (size_t r = first; r < last; ++r)
+        b_.CreateStore(initialValue(b_, k_.reductions[r].combiner, types[r]), column(r, p));
+    });
+    emitNest(swapped, 0, start, [&](const Point& q) {
+      loadColumnAccumulators(q, first);  // earlier groups' results (a softmax's max)
+      Site site(*this, q);
+      for (size_t r = first; r < last; ++r) {
+        Value* v = emitConvert(b_, site.eval(k_.reductions[r].value), k_.reductions[r].value->type, types[r]);
+        Value* acc = b_.CreateLoad(columns_[r]->getAllocatedType(), column(r, q));
+        b_.CreateStore(combine(b_, k_.reductions[r].combiner, types[r], acc, v), column(r, q));
+      }
+    });
+  }
+  bool elementStores = false;
+  for (const auto& s : k_.stores) elementStores |= s.scope == StoreScope::Element;
+  if (elementStores)
+    emitNest(swapped, 0, start, [&](const Point& q) {
+      loadColumnAccumulators(q, k_.reductions.size());
+      Site site(*this, q);
+      emitStores(site, StoreScope::Element);
+    });
+  emitNest(outer, 0, start, [&](const Point& p) {
+    loadColumnAccumulators(p, k_.reductions.size());
+    emitRowLevel(p);
+  });
 }
 
 void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p) {
