@@ -41,6 +41,20 @@ class CpuExecutor : public Executor {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
     return runner->run(*fn.module(), args);
   }
+  // The state stays in the runner when the loss can be checked before any
+  // parameter is written (no batch-norm statistics updated in the forward)
+  // or is not checked; otherwise the step runs as run() does, and a
+  // non-finite loss leaves the module's old values to be uploaded again.
+  Expected<InterpreterResult> runTrainingStep(const Graph& fn, const std::vector<Tensor>& args, int guard,
+                                              bool& kept) override {
+    KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
+    kept = runner->canKeepState() && (guard < 0 || runner->canGuard(guard));
+    if (!kept) return runner->run(*fn.module(), args);
+    return runner->run(*fn.module(), args, RunOptions{.keepState = true, .finiteOutput = guard});
+  }
+  void syncState(const Graph& fn, Module& m) override {
+    if (auto it = runners_.find(&fn); it != runners_.end()) it->second->syncState(m);
+  }
   uint64_t launches() const override {
     uint64_t total = 0;
     for (const auto& [fn, runner] : runners_) total += runner->launches();

@@ -1,6 +1,7 @@
 #include "runtime/cpu_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -27,6 +28,22 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> ker
   writtenInPlace_.assign(p.buffers.size(), false);
   for (size_t i = 0; i < p.buffers.size(); ++i)
     if (p.buffers[i].inPlace) writtenInPlace_[static_cast<size_t>(p.storageOf(static_cast<int>(i)))] = true;
+  residentAhead_.assign(p.buffers.size(), false);
+  for (const auto& [param, value] : p.updates) {
+    int found = -1;
+    for (size_t i = 0; i < p.buffers.size(); ++i)
+      if (p.buffers[i].kind == BufferKind::Param && p.buffers[i].param == param) found = static_cast<int>(i);
+    paramBuffer_.push_back(found);
+    keepable_ = keepable_ && found >= 0 && p.buffers[static_cast<size_t>(found)].type == p.buffers[static_cast<size_t>(value)].type;
+  }
+  lastWriter_.assign(p.buffers.size(), -1);
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    for (int b : stepWrites(p, p.steps[s])) {
+      int storage = p.storageOf(b);
+      lastWriter_[static_cast<size_t>(storage)] = static_cast<int>(s);
+      if (p.buffers[static_cast<size_t>(storage)].kind == BufferKind::Param && firstParamWrite_ < 0)
+        firstParamWrite_ = static_cast<int>(s);
+    }
   dying_.resize(p.steps.size());
   last_.resize(p.updates.size());
   spare_.resize(p.updates.size());
@@ -84,7 +101,43 @@ void CpuRunner::poison(int buffer, std::byte* p) const {
   }
 }
 
-Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Tensor>& args) {
+bool CpuRunner::canGuard(int o) const {
+  const Plan& p = *plan_;
+  if (o < 0 || static_cast<size_t>(o) >= p.outputs.size()) return false;
+  const PlanBuffer& b = p.buffers[static_cast<size_t>(p.outputs[static_cast<size_t>(o)])];
+  if (b.type.dtype != DType::F32 && b.type.dtype != DType::F64) return false;
+  int written = lastWriter_[static_cast<size_t>(p.storageOf(p.outputs[static_cast<size_t>(o)]))];
+  return firstParamWrite_ < 0 || written < firstParamWrite_;
+}
+
+namespace {
+bool allFinite(const std::byte* p, const TensorType& t) {
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    double v = t.dtype == DType::F32 ? static_cast<double>(reinterpret_cast<const float*>(p)[i])
+                                     : reinterpret_cast<const double*>(p)[i];
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+void CpuRunner::syncState(Module& m) {
+  const Plan& p = *plan_;
+  for (size_t u = 0; u < p.updates.size(); ++u) {
+    int pb = paramBuffer_[u];
+    if (pb < 0 || !residentAhead_[static_cast<size_t>(pb)]) continue;
+    const PlanBuffer& b = p.buffers[static_cast<size_t>(pb)];
+    auto value = std::make_shared<const Tensor>(copyOut(resident_ + b.offset, b.type));
+    m.setParamData(p.updates[u].first, value);
+    uploaded_[static_cast<size_t>(pb)] = value;
+    residentAhead_[static_cast<size_t>(pb)] = false;
+  }
+}
+
+Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Tensor>& args, const RunOptions& ro) {
+  if (ro.keepState && !keepable_) return Error(str("plan @", plan_->function, " cannot keep its state on the device"));
+  if (ro.finiteOutput >= 0 && !canGuard(ro.finiteOutput))
+    return Error(str("output ", ro.finiteOutput, " of plan @", plan_->function, " is written after a parameter"));
   const Plan& plan = *plan_;
   if (args.size() != plan.inputs.size())
     return Error(str("plan @", plan.function, " takes ", plan.inputs.size(), " inputs, got ", args.size()));
@@ -116,7 +169,7 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
       case BufferKind::Input: copyIn(f.ptr[i], args[b.input]); break;
       case BufferKind::Param: {
         const std::shared_ptr<const Tensor>& data = m.findParam(b.param)->data;
-        if (uploaded_[i] != data) {
+        if (!residentAhead_[i] && uploaded_[i] != data) {
           copyIn(f.ptr[i], *data);
           uploaded_[i] = data;
         }
@@ -135,6 +188,15 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
   if (opts_.poison && arena_) std::memset(arena_, 0xFF, plan.arenaBytes);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
+    if (static_cast<int>(i) == firstParamWrite_ && ro.finiteOutput >= 0) {
+      int o = plan.outputs[static_cast<size_t>(ro.finiteOutput)];
+      if (!allFinite(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type)) {
+        InterpreterResult stopped;  // nothing written to a parameter yet
+        for (int out : plan.outputs)
+          stopped.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(out)], plan.buffers[static_cast<size_t>(out)].type));
+        return stopped;
+      }
+    }
     if (Status st = runStep(s, f); !st) return st.error().context(str("step ", s.name));
     ++launches_;
     if (opts_.poison)
@@ -146,7 +208,21 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
   // written there, or nothing the module has.
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (writtenInPlace_[i]) uploaded_[i] = nullptr;
+  if (ro.keepState) {
+    // Each parameter's storage gets its new value (written in place, or
+    // copied from where the plan computed it) and is now ahead of the module.
+    for (size_t u = 0; u < plan.updates.size(); ++u) {
+      auto pb = static_cast<size_t>(paramBuffer_[u]);
+      int value = plan.updates[u].second;
+      if (static_cast<size_t>(plan.storageOf(value)) != pb)
+        std::memcpy(f.ptr[pb], f.ptr[static_cast<size_t>(value)], plan.buffers[pb].type.byteSize());
+      residentAhead_[pb] = true;
+      uploaded_[pb] = nullptr;
+    }
+    return r;
+  }
   for (size_t u = 0; u < plan.updates.size(); ++u) {
+    if (paramBuffer_[u] >= 0) residentAhead_[static_cast<size_t>(paramBuffer_[u])] = false;
     const auto& [param, b] = plan.updates[u];
     std::shared_ptr<Tensor> value = updateTensor(u, f.ptr[static_cast<size_t>(b)], plan.buffers[static_cast<size_t>(b)].type);
     int storage = plan.storageOf(b);

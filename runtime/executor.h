@@ -33,6 +33,18 @@ class Executor {
   // Runs `fn` on `args` with the parameters its module holds now. State
   // updates are returned, not applied: the caller decides (applyUpdates).
   virtual Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) = 0;
+  // A training loop's run (Trainer::step). Like run(), except that a target
+  // may keep the updated state on its device (`kept` true: no updates come
+  // back and the module's parameters are stale until syncState), and that
+  // when output `guard` (the loss; -1: none) is NaN or infinite no
+  // parameter is changed at all. By default: run(), nothing kept.
+  virtual Expected<InterpreterResult> runTrainingStep(const Graph& fn, const std::vector<Tensor>& args, int guard,
+                                                      bool& kept) {
+    kept = false;
+    return run(fn, args);
+  }
+  // Copies the state runTrainingStep kept on the device for `fn` into `m`.
+  virtual void syncState(const Graph& fn, Module& m) {}
   // Launches performed so far (0 for the interpreter, which launches nothing).
   virtual uint64_t launches() const { return 0; }
   // Device memory allocated so far by the plans run (0 for the interpreter).

@@ -35,6 +35,21 @@ std::vector<int> stepBuffers(const Step& s) {
   return out;
 }
 
+std::vector<int> stepWrites(const Plan& p, const Step& s) {
+  std::vector<int> out;
+  if (s.kind == StepKind::Gemm) out.push_back(s.gemm.c);
+  if (s.kind == StepKind::Conv)
+    for (int b : {s.conv.y, s.conv.workspace})
+      if (b >= 0) out.push_back(b);
+  if (s.kind == StepKind::Reference) out.insert(out.end(), s.outputs.begin(), s.outputs.end());
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const kernel::Kernel& K = p.kernels[static_cast<size_t>(s.kernels[k])];
+    for (size_t i = 0; i < K.buffers.size(); ++i)
+      if (K.buffers[i].output) out.push_back(s.kernelBuffers[k][i]);
+  }
+  return out;
+}
+
 namespace {
 
 std::string_view kindName(BufferKind k) {

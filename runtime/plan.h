@@ -132,6 +132,11 @@ struct Plan {
 // reference operands and results, workspace), in no particular order.
 std::vector<int> stepBuffers(const Step& s);
 
+// The buffers step `s` of `p` writes: a GEMM's or convolution's result (and
+// workspace), its epilogue's and a kernel bundle's outputs, a reference op's
+// results.
+std::vector<int> stepWrites(const Plan& p, const Step& s);
+
 // One line per buffer (with its offset, size and lifetime once planned)
 // and per step.
 std::string printPlan(const Plan& p);

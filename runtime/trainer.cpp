@@ -49,21 +49,35 @@ Expected<double> Trainer::step(const std::vector<Tensor>& inputs, const Tensor& 
   Tensor step(TensorType(DType::I64, {}));
   step.as<int64_t>()[0] = steps_ + 1;
   args.push_back(std::move(step));
-  KF_ASSIGN_OR_RETURN(InterpreterResult r, exec_->run(*train_, args));
+  // The loss (output 0) is checked before any parameter changes.
+  bool kept = false;
+  KF_ASSIGN_OR_RETURN(InterpreterResult r,
+                      exec_->runTrainingStep(*train_, args, opts_.stopOnNonFinite ? 0 : -1, kept));
   double loss = r.outputs[0].at(0);
   if (opts_.stopOnNonFinite && !std::isfinite(loss))
     return Error(str("the loss is ", loss, " at step ", steps_ + 1, "; the weights were not updated"));
-  applyUpdates(*module_, r);
+  if (kept)
+    stale_ = true;
+  else
+    applyUpdates(*module_, r);
   ++steps_;
   return loss;
 }
 
+void Trainer::sync() const {
+  if (!stale_) return;
+  exec_->syncState(*train_, *module_);
+  stale_ = false;
+}
+
 Expected<std::vector<Tensor>> Trainer::eval(const std::vector<Tensor>& inputs) {
+  sync();
   KF_ASSIGN_OR_RETURN(InterpreterResult r, exec_->run(*forward_, inputs));
   return r.outputs;
 }
 
 std::vector<const Param*> Trainer::parameters() const {
+  sync();
   std::vector<const Param*> out;
   for (const auto& p : module_->params())
     if (p->trainable) out.push_back(p.get());
@@ -71,6 +85,7 @@ std::vector<const Param*> Trainer::parameters() const {
 }
 
 Status Trainer::save(const std::string& path) const {
+  sync();
   std::vector<std::pair<std::string, const Tensor*>> tensors;
   for (const auto& p : module_->params())
     if (p->data) tensors.emplace_back(p->name, p->data.get());

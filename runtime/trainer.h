@@ -62,7 +62,11 @@ class Trainer {
   uint64_t launches() const { return exec_->launches(); }
   // Device memory allocated so far by every function run.
   uint64_t deviceBytesAllocated() const { return exec_->deviceBytesAllocated(); }
-  Module& module() { return *module_; }
+  // The module, its parameters current (synced from the device first).
+  Module& module() {
+    sync();
+    return *module_;
+  }
   const Graph& forward() const { return *forward_; }
   const Graph& trainStep() const { return *train_; }
   // The trainable parameters, in declaration order.
@@ -73,12 +77,16 @@ class Trainer {
 
  private:
   Trainer() = default;
+  // Brings the module's parameters up to date with the state the executor
+  // kept on its device (Executor::runTrainingStep).
+  void sync() const;
   std::unique_ptr<Module> module_;
   Graph* forward_ = nullptr;
   Graph* train_ = nullptr;
   std::unique_ptr<Executor> exec_;
   TrainerOptions opts_;
   int64_t steps_ = 0;
+  mutable bool stale_ = false;  // the device holds newer state than the module
 };
 
 }  // namespace kfuse

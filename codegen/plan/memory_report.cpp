@@ -14,17 +14,8 @@ std::vector<int> writers(const Plan& p) {
   auto wrote = [&](int b, size_t s) {
     if (b >= 0 && w[static_cast<size_t>(b)] < 0) w[static_cast<size_t>(b)] = static_cast<int>(s);
   };
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    const Step& st = p.steps[s];
-    if (st.kind == StepKind::Gemm) wrote(st.gemm.c, s);
-    if (st.kind == StepKind::Conv) wrote(st.conv.y, s);
-    for (int b : st.outputs) wrote(b, s);
-    for (size_t k = 0; k < st.kernels.size(); ++k) {
-      const kernel::Kernel& K = p.kernels[static_cast<size_t>(st.kernels[k])];
-      for (size_t i = 0; i < K.buffers.size(); ++i)
-        if (K.buffers[i].output) wrote(st.kernelBuffers[k][i], s);
-    }
-  }
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    for (int b : stepWrites(p, p.steps[s])) wrote(b, s);
   return w;
 }
 

@@ -4,6 +4,8 @@
 // allocates, byte for byte; in-place and poisoned runs give the results of
 // plain ones.
 #include <cmath>
+#include <limits>
+#include <map>
 #include <random>
 
 #include "codegen/backend.h"
@@ -342,6 +344,109 @@ TEST(MemoryReport, TracedTransformerReBatches) {
     EXPECT_GT(peak, previousPeak);
     previousPeak = peak;
   }
+}
+
+
+// Training on the cpu target keeps the weights and optimizer state in the
+// runner between steps (nothing copied out per step) and syncs the module
+// when it is read; the losses and the synced weights are the interpreter's.
+// A plan that updates parameters before its loss (batch norm's running
+// statistics) is not kept, so a non-finite loss can still change nothing.
+std::map<std::string, Tensor> snapshot(Trainer& t) {
+  std::map<std::string, Tensor> out;
+  for (const auto& p : t.module().params()) out.emplace(p->name, *p->data);
+  return out;
+}
+
+// Constructors draw the initial weights: a model built right after seeding.
+std::unique_ptr<SpiralMlp> seededSpiral() {
+  nn::manualSeed(0);
+  return std::make_unique<SpiralMlp>();
+}
+
+TEST(TrainerState, KeptOnTheDeviceAndSyncedWhenRead) {
+  TensorType in(DType::F32, {300, 2});
+  auto cpuModel = seededSpiral();
+  auto cpu = makeTrainer(*cpuModel, in, {});
+  auto refModel = seededSpiral();
+  SpiralMlp& ref0 = *refModel;
+  nn::manualSeed(0);
+  ref0.train();
+  auto traced = nn::trace(ref0, in);
+  ASSERT_TRUE(traced);
+  TrainerOptions o;
+  o.target = "interpreter";
+  o.training.optimizer.kind = OptimizerKind::Adam;
+  auto ref = Trainer::create(std::move(*traced), o);
+  ASSERT_TRUE(ref) << ref.error().message();
+  for (int i = 0; i < 3; ++i) {
+    auto a = cpu->step({ramp(in, 2.0)}, labels(300, 3), 0.01);
+    auto b = (*ref)->step({ramp(in, 2.0)}, labels(300, 3), 0.01);
+    ASSERT_TRUE(a && b);
+    EXPECT_NEAR(*a, *b, 1e-5 * std::abs(*b));
+  }
+  auto got = snapshot(*cpu), want = snapshot(**ref);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) EXPECT_EQ(test::compareTensors(got.at(name), t, 1e-5, 1e-5), "") << name;
+
+  // The executor keeps the spiral step's state, and the CNN's (its running
+  // statistics are written to their parameters after the loss, like the
+  // weights). A step that overwrites a parameter before its loss is not
+  // kept: a non-finite loss could no longer leave everything unchanged.
+  auto exec = createExecutor("cpu", {});
+  ASSERT_TRUE(exec);
+  std::vector<Tensor> args = {ramp(in, 2.0), labels(300, 3), Tensor::scalar(DType::F32, 0.01),
+                              Tensor::scalar(DType::I64, 4)};
+  bool kept = false;
+  ASSERT_TRUE((*exec)->runTrainingStep(cpu->trainStep(), args, 0, kept));
+  EXPECT_TRUE(kept);
+  SmallCnn cnnModel;
+  TensorType image(DType::F32, {4, 3, 12, 12});
+  auto cnn = makeTrainer(cnnModel, image, {});
+  std::vector<Tensor> cnnArgs = {ramp(image, 1.0), labels(4, 4), Tensor::scalar(DType::F32, 0.01),
+                                 Tensor::scalar(DType::I64, 1)};
+  ASSERT_TRUE((*exec)->runTrainingStep(cnn->trainStep(), cnnArgs, 0, kept));
+  EXPECT_TRUE(kept);
+  auto early = parseModule(R"(module @m {
+  buffer @s : f32[4] = dense<f32[4]>[1.0, 2.0, 3.0, 4.0]
+  func @step(%x: f32[4]) -> (f32[]) {
+    %s1 = add @s, %x : f32[4]
+    update @s = %s1
+    %loss = reduce_sum %s1 {axes = [0]} : f32[]
+    return %loss
+  }
+})",
+                           "early.kir", {});
+  ASSERT_TRUE(early) << early.error().message();
+  const Graph& step = *(*early)->functions().front();
+  Tensor x(TensorType(DType::F32, {4}));
+  ASSERT_TRUE((*exec)->runTrainingStep(step, {x}, 0, kept));
+  EXPECT_FALSE(kept);
+  ASSERT_TRUE((*exec)->runTrainingStep(step, {x}, -1, kept));  // unguarded: kept
+  EXPECT_TRUE(kept);
+}
+
+TEST(TrainerState, NonFiniteLossChangesNoParameter) {
+  TensorType in(DType::F32, {300, 2});
+  auto model = seededSpiral();
+  auto t = makeTrainer(*model, in, {});
+  auto twinModel = seededSpiral();
+  auto twin = makeTrainer(*twinModel, in, {});
+  ASSERT_TRUE(t->step({ramp(in, 2.0)}, labels(300, 3), 0.01));
+  ASSERT_TRUE(twin->step({ramp(in, 2.0)}, labels(300, 3), 0.01));
+  auto before = snapshot(*t);
+  Tensor bad = ramp(in, 2.0);
+  bad.set(0, std::numeric_limits<double>::quiet_NaN());
+  auto nan = t->step({bad}, labels(300, 3), 0.01);
+  ASSERT_FALSE(nan);
+  EXPECT_NE(nan.error().message().find("the weights were not updated"), std::string::npos);
+  auto after = snapshot(*t);
+  for (const auto& [name, v] : before) EXPECT_TRUE(after.at(name).identical(v)) << name;
+  // The next good step continues from the state before the NaN batch.
+  auto a = t->step({ramp(in, 1.0)}, labels(300, 3), 0.01);
+  auto b = twin->step({ramp(in, 1.0)}, labels(300, 3), 0.01);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*a, *b);
 }
 
 }  // namespace
