@@ -40,7 +40,10 @@ Expected<std::vector<std::string>> enabledFeatures(const CpuTarget& target) {
     for (llvm::StringRef f : implied) on.insert(f.str());
   }
   // The feature string wins over the CPU name: "+avx2" adds, "-avx512f" removes.
-  for (const std::string& f : llvm::SubtargetFeatures(target.features).getFeatures()) {
+  // (Named: getFeatures() returns a reference into the object, which a
+  // temporary in the range-for would free before the loop ran.)
+  llvm::SubtargetFeatures parsed(target.features);
+  for (const std::string& f : parsed.getFeatures()) {
     if (f.size() < 2) continue;
     if (f[0] == '+') on.insert(f.substr(1));
     if (f[0] == '-') on.erase(f.substr(1));
