@@ -48,9 +48,7 @@ class CpuExecutor : public Executor {
   Expected<InterpreterResult> runTrainingStep(const Graph& fn, const std::vector<Tensor>& args, int guard,
                                               bool& kept) override {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
-    kept = runner->canKeepState() && (guard < 0 || runner->canGuard(guard));
-    if (!kept) return runner->run(*fn.module(), args);
-    return runner->run(*fn.module(), args, RunOptions{.keepState = true, .finiteOutput = guard});
+    return runner->runTrainingStep(*fn.module(), args, guard, kept);
   }
   void syncState(const Graph& fn, Module& m) override {
     if (auto it = runners_.find(&fn); it != runners_.end()) it->second->syncState(m);

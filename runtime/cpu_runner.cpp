@@ -121,6 +121,13 @@ bool allFinite(const std::byte* p, const TensorType& t) {
 }
 }  // namespace
 
+Expected<InterpreterResult> CpuRunner::runTrainingStep(const Module& m, const std::vector<Tensor>& args, int guard,
+                                                       bool& kept) {
+  kept = canKeepState() && (guard < 0 || canGuard(guard));
+  if (!kept) return run(m, args);
+  return run(m, args, RunOptions{.keepState = true, .finiteOutput = guard});
+}
+
 void CpuRunner::syncState(Module& m) {
   const Plan& p = *plan_;
   for (size_t u = 0; u < p.updates.size(); ++u) {

@@ -66,6 +66,10 @@ class CpuRunner {
   bool canGuard(int o) const;
   // Copies the state keepState runs left in the resident region into `m`.
   void syncState(Module& m);
+  // A training loop's run (Executor::runTrainingStep): keeps the state when
+  // the plan allows it with output `guard` (-1: none) checked first, and
+  // says so in `kept`; otherwise a plain run().
+  Expected<InterpreterResult> runTrainingStep(const Module& m, const std::vector<Tensor>& args, int guard, bool& kept);
 
   // Launches so far (one per step run: kernel bundle, GEMM, reference op).
   uint64_t launches() const { return launches_; }

@@ -19,6 +19,13 @@ struct PackageRunner::FunctionRunner {
   virtual Expected<InterpreterResult> run(const Module& m, const std::vector<Tensor>& args) = 0;
   virtual uint64_t launches() const = 0;
   virtual uint64_t bytesAllocated() const = 0;
+  // As Executor::runTrainingStep / syncState: cpu keeps the state.
+  virtual Expected<InterpreterResult> runTrainingStep(const Module& m, const std::vector<Tensor>& args, int guard,
+                                                      bool& kept) {
+    kept = false;
+    return run(m, args);
+  }
+  virtual void syncState(Module& m) {}
 };
 
 namespace {
@@ -33,6 +40,11 @@ class CpuFunction : public PackageRunner::FunctionRunner {
   }
   uint64_t launches() const override { return runner_.launches(); }
   uint64_t bytesAllocated() const override { return runner_.bytesAllocated(); }
+  Expected<InterpreterResult> runTrainingStep(const Module& m, const std::vector<Tensor>& args, int guard,
+                                              bool& kept) override {
+    return runner_.runTrainingStep(m, args, guard, kept);
+  }
+  void syncState(Module& m) override { runner_.syncState(m); }
 
  private:
   std::shared_ptr<const CpuCode> code_;  // keeps the kernels mapped
@@ -115,6 +127,7 @@ Expected<std::vector<Tensor>> PackageRunner::run(std::string_view function, cons
   const auto& fns = package_->functions();
   for (size_t i = 0; i < fns.size(); ++i) {
     if (fns[i].name != function) continue;
+    sync();
     KF_ASSIGN_OR_RETURN(InterpreterResult r, runners_[i]->run(params_, inputs));
     applyUpdates(params_, r);
     return std::move(r.outputs);
@@ -135,16 +148,28 @@ Expected<double> PackageRunner::trainStep(const std::vector<Tensor>& inputs, con
   args.push_back(std::move(step));
   const auto& fns = package_->functions();
   size_t i = static_cast<size_t>(package_->function(t->step) - fns.data());
-  KF_ASSIGN_OR_RETURN(InterpreterResult r, runners_[i]->run(params_, args));
+  // The loss (output 0) is checked before any parameter changes.
+  bool kept = false;
+  KF_ASSIGN_OR_RETURN(InterpreterResult r, runners_[i]->runTrainingStep(params_, args, 0, kept));
   double loss = r.outputs.at(0).at(0);
   if (!std::isfinite(loss))
     return Error(str("the loss is ", loss, " at step ", steps_ + 1, "; the weights were not updated"));
-  applyUpdates(params_, r);
+  if (kept)
+    staleRunner_ = static_cast<int>(i);
+  else
+    applyUpdates(params_, r);
   ++steps_;
   return loss;
 }
 
+void PackageRunner::sync() const {
+  if (staleRunner_ < 0) return;
+  runners_[static_cast<size_t>(staleRunner_)]->syncState(params_);
+  staleRunner_ = -1;
+}
+
 Status PackageRunner::saveWeights(const std::string& path) const {
+  sync();
   std::vector<std::pair<std::string, const Tensor*>> tensors;
   for (const auto& p : params_.params())
     if (p->data) tensors.emplace_back(p->name, p->data.get());

@@ -49,8 +49,12 @@ class PackageRunner {
   int64_t stepCount() const { return steps_; }
 
   const Package& package() const { return *package_; }
-  // The parameters as they are now (after the updates so far).
-  const Module& parameters() const { return params_; }
+  // The parameters as they are now (after the updates so far; on cpu, the
+  // training step keeps them in its runner and they are copied out here).
+  const Module& parameters() const {
+    sync();
+    return params_;
+  }
   // Writes every parameter (optimizer state included) as safetensors, atomically.
   Status saveWeights(const std::string& path) const;
 
@@ -63,10 +67,13 @@ class PackageRunner {
 
  private:
   PackageRunner() = default;
+  // Copies the state a training step kept on its device into params_.
+  void sync() const;
   std::shared_ptr<const Package> package_;
-  Module params_;
+  mutable Module params_;
   std::vector<std::unique_ptr<FunctionRunner>> runners_;  // per package function
   int64_t steps_ = 0;
+  mutable int staleRunner_ = -1;  // the runner holding newer state than params_
 };
 
 }  // namespace kfuse

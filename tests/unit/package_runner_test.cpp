@@ -3,6 +3,8 @@
 // the caller gets wrong without running anything.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "codegen/package_compiler.h"
 #include "ir/parser.h"
 #include "ir/support/strings.h"
@@ -88,6 +90,15 @@ TEST(PackageRunner, TrainStepUpdatesParametersAndSaves) {
   EXPECT_LT(*second, *first);  // the same batch twice: Adam lowers its loss
   EXPECT_EQ((*runner)->stepCount(), 2);
   EXPECT_NE((*runner)->parameters().findParam("fc.weight")->data->at(0), before.at(0));
+  // A NaN batch: the step stops before any parameter changes (the runner
+  // keeps the state between steps and checks the loss first).
+  Tensor synced = *(*runner)->parameters().findParam("fc.weight")->data;
+  Tensor bad = x;
+  bad.set(0, std::numeric_limits<double>::quiet_NaN());
+  auto nan = (*runner)->trainStep({bad}, labels, 0.1);
+  ASSERT_FALSE(nan);
+  EXPECT_NE(nan.error().message().find("the weights were not updated"), std::string::npos);
+  EXPECT_TRUE((*runner)->parameters().findParam("fc.weight")->data->identical(synced));
   std::string path = testing::TempDir() + "/package_runner_weights.safetensors";
   ASSERT_TRUE((*runner)->saveWeights(path));
   auto saved = readWeightsFile(path);
