@@ -193,24 +193,29 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (plan.buffers[i].kind == BufferKind::Alias) f.ptr[i] = f.ptr[static_cast<size_t>(plan.storageOf(static_cast<int>(i)))];
   if (opts_.poison && arena_) std::memset(arena_, 0xFF, plan.arenaBytes);
+  // The guard: before the first launch that writes a parameter (or, when
+  // none does, before a kept run copies its updates into them).
+  auto guardFails = [&] {
+    if (ro.finiteOutput < 0) return false;
+    int o = plan.outputs[static_cast<size_t>(ro.finiteOutput)];
+    return !allFinite(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type);
+  };
+  auto outputsOnly = [&] {
+    InterpreterResult stopped;  // nothing written to a parameter yet
+    for (int out : plan.outputs)
+      stopped.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(out)], plan.buffers[static_cast<size_t>(out)].type));
+    return stopped;
+  };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
-    if (static_cast<int>(i) == firstParamWrite_ && ro.finiteOutput >= 0) {
-      int o = plan.outputs[static_cast<size_t>(ro.finiteOutput)];
-      if (!allFinite(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type)) {
-        InterpreterResult stopped;  // nothing written to a parameter yet
-        for (int out : plan.outputs)
-          stopped.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(out)], plan.buffers[static_cast<size_t>(out)].type));
-        return stopped;
-      }
-    }
+    if (static_cast<int>(i) == firstParamWrite_ && guardFails()) return outputsOnly();
     if (Status st = runStep(s, f); !st) return st.error().context(str("step ", s.name));
     ++launches_;
     if (opts_.poison)
       for (int b : dying_[i]) poison(b, f.ptr[static_cast<size_t>(b)]);
   }
-  InterpreterResult r;
-  for (int o : plan.outputs) r.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(o)], plan.buffers[static_cast<size_t>(o)].type));
+  if (firstParamWrite_ < 0 && guardFails()) return outputsOnly();
+  InterpreterResult r = outputsOnly();
   // Parameter storage the run overwrote holds the new value of the update
   // written there, or nothing the module has.
   for (size_t i = 0; i < plan.buffers.size(); ++i)

@@ -447,6 +447,16 @@ TEST(TrainerState, NonFiniteLossChangesNoParameter) {
   auto b = twin->step({ramp(in, 1.0)}, labels(300, 3), 0.01);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(*a, *b);
+
+  // Without in-place rewriting no launch writes a parameter: the kept
+  // updates are copied into them after the last step, after the check.
+  auto plainModel = seededSpiral();
+  auto plain = makeTrainer(*plainModel, in, {.inplace = false});
+  ASSERT_TRUE(plain->step({ramp(in, 2.0)}, labels(300, 3), 0.01));
+  auto plainBefore = snapshot(*plain);
+  ASSERT_FALSE(plain->step({bad}, labels(300, 3), 0.01));
+  auto plainAfter = snapshot(*plain);
+  for (const auto& [name, v] : plainBefore) EXPECT_TRUE(plainAfter.at(name).identical(v)) << name;
 }
 
 }  // namespace
