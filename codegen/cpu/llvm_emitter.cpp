@@ -5,6 +5,7 @@
 #include <limits>
 #include <string_view>
 
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -73,8 +74,13 @@ class KernelEmitter {
   using Body = std::function<void(const Point&)>;
 
   Point origin();
-  void emitLoop(int64_t extent, const char* name, const std::function<void(Value*)>& body);
-  void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body);
+  void emitLoop(int64_t extent, const char* name, bool parallel, const std::function<void(Value*)>& body);
+  // Loops over space.dims[level..]; dims from `parallelFrom` on belong to
+  // the outer space (their iterations touch disjoint elements).
+  void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body,
+                size_t parallelFrom = 0);
+  bool storesMoveWith(const kernel::SpaceDim& dim) const;
+  void tagBufferAccesses();
   void emitPrologue();
   void emitOuterPoint(const Point& p);
   bool columnOrder() const;
@@ -101,6 +107,7 @@ class KernelEmitter {
   std::vector<Value*> invariantLoads_;       // per load: read once at entry, or null
   std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
   std::vector<llvm::AllocaInst*> columns_;  // column order: one accumulator per outer point, per reduction
+  llvm::MDNode* accessGroup_ = nullptr;     // the buffers' loads and stores, once a loop is parallel
 };
 
 // Column order bounds its accumulator arrays (on the stack) to this many
@@ -202,6 +209,7 @@ llvm::Function* KernelEmitter::run() {
   }
   emitFinalStores();
   b_.CreateRetVoid();
+  tagBufferAccesses();
   return fn_;
 }
 
@@ -243,7 +251,8 @@ Point KernelEmitter::origin() {
 }
 
 // A bottom-tested counted loop: callers only emit loops of extent >= 1.
-void KernelEmitter::emitLoop(int64_t extent, const char* name, const std::function<void(Value*)>& body) {
+void KernelEmitter::emitLoop(int64_t extent, const char* name, bool parallel,
+                             const std::function<void(Value*)>& body) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
   b_.CreateBr(header);
@@ -253,7 +262,15 @@ void KernelEmitter::emitLoop(int64_t extent, const char* name, const std::functi
   body(iv);
   Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
   auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
-  b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(static_cast<uint64_t>(extent))), header, exit);
+  llvm::BranchInst* latch =
+      b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(static_cast<uint64_t>(extent))), header, exit);
+  if (parallel) {
+    if (!accessGroup_) accessGroup_ = llvm::MDNode::getDistinct(ctx_, {});
+    llvm::Metadata* parallelAccesses[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), accessGroup_};
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, parallelAccesses)});
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
   iv->addIncoming(next, b_.GetInsertBlock());
   b_.SetInsertPoint(exit);
 }
@@ -262,14 +279,15 @@ void KernelEmitter::emitLoop(int64_t extent, const char* name, const std::functi
 // times its counter to the offsets of the accesses that move with it, so the
 // innermost loop does one add per moving access (loop-invariant parts stay
 // in the loops they belong to).
-void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body) {
+void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body,
+                             size_t parallelFrom) {
   if (level == space.dims.size()) {
     body(at);
     return;
   }
   const kernel::SpaceDim& dim = space.dims[level];
-  const char* name = &space == &loops_.outer ? "outer" : "reduce";
-  emitLoop(dim.extent, name, [&](Value* iv) {
+  const char* name = level >= parallelFrom ? "outer" : "reduce";
+  emitLoop(dim.extent, name, level >= parallelFrom && storesMoveWith(dim), [&](Value* iv) {
     Point inner = at;
     for (size_t a = 0; a < inner.offsets.size(); ++a) {
       int64_t stride = dim.strides[a];
@@ -279,8 +297,36 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
       inner.offsets[a] = base && base->isZero() ? step : b_.CreateAdd(at.offsets[a], step, "", false, true);
     }
     if (dim.kernelDim >= 0) inner.index[static_cast<size_t>(dim.kernelDim)] = iv;
-    emitNest(space, level + 1, inner, body);
+    emitNest(space, level + 1, inner, body, parallelFrom);
   });
+}
+
+// An outer-space loop is parallel (LLVM may vectorise it without runtime
+// alias checks, which in-place outputs would fail anyway) when every store
+// moves with it: its iterations then write disjoint elements, and a point
+// reads an element another point writes only where a buffer is written in
+// place, element for element, which each point reads before it writes
+// (docs/memory.md). Without this, Adam's update (4 loads, 3 stores, each
+// output over its input) ran scalar: LLVM's runtime checks gave up.
+bool KernelEmitter::storesMoveWith(const kernel::SpaceDim& dim) const {
+  for (size_t s = 0; s < k_.stores.size(); ++s)
+    if (dim.strides[k_.loads.size() + s] == 0) return false;
+  return true;
+}
+
+// The accesses a parallel loop's metadata covers: every load and store of a
+// kernel buffer (not the allocas of accumulators, whose loop-carried use
+// LLVM sees as a reduction).
+void KernelEmitter::tagBufferAccesses() {
+  if (!accessGroup_) return;
+  for (llvm::BasicBlock& block : *fn_)
+    for (llvm::Instruction& inst : block) {
+      Value* ptr = nullptr;
+      if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&inst)) ptr = l->getPointerOperand();
+      if (auto* s = llvm::dyn_cast<llvm::StoreInst>(&inst)) ptr = s->getPointerOperand();
+      if (ptr && !llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(ptr)))
+        inst.setMetadata(llvm::LLVMContext::MD_access_group, accessGroup_);
+    }
 }
 
 void KernelEmitter::foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v) {
@@ -374,7 +420,7 @@ void KernelEmitter::emitColumnOrder() {
         Value* acc = b_.CreateLoad(columns_[r]->getAllocatedType(), column(r, q));
         b_.CreateStore(combine(b_, k_.reductions[r].combiner, types[r], acc, v), column(r, q));
       }
-    });
+    }, reduce.dims.size());
   }
   bool elementStores = false;
   for (const auto& s : k_.stores) elementStores |= s.scope == StoreScope::Element;
@@ -383,7 +429,7 @@ void KernelEmitter::emitColumnOrder() {
       loadColumnAccumulators(q, k_.reductions.size());
       Site site(*this, q);
       emitStores(site, StoreScope::Element);
-    });
+    }, reduce.dims.size());
   emitNest(outer, 0, start, [&](const Point& p) {
     loadColumnAccumulators(p, k_.reductions.size());
     emitRowLevel(p);
@@ -409,7 +455,7 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
         Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i]);
         b_.CreateStore(combine(b_, red.combiner, types[i], acc, v), slots[i]);
       }
-    });
+    }, loops_.reduce.dims.size());
   }
   for (size_t r = first; r < last; ++r)
     accs_[r] = b_.CreateLoad(slots[r - first]->getAllocatedType(), slots[r - first], "acc");
@@ -435,7 +481,7 @@ void KernelEmitter::emitElementStores(const Point& p) {
   emitNest(loops_.reduce, 0, p, [&](const Point& q) {
     Site site(*this, q);
     emitStores(site, StoreScope::Element);
-  });
+  }, loops_.reduce.dims.size());
 }
 
 // Row stores and globals read row-invariant values: they are evaluated at
