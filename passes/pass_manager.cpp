@@ -26,15 +26,20 @@ void PassManager::print(const Module& m, std::string_view pass, bool after, bool
   os << "\n";
 }
 
-Status PassManager::dump(Module& m, int index, const std::string& label) {
+Expected<std::string> dumpPath(const std::string& dir, int index, std::string_view label, std::string_view suffix) {
   std::error_code ec;
-  std::filesystem::create_directories(instr_.dumpDir, ec);
-  if (ec) return Error(str("cannot create dump directory '", instr_.dumpDir, "': ", ec.message()));
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error(str("cannot create dump directory '", dir, "': ", ec.message()));
   std::ostringstream name;
-  name << std::setw(2) << std::setfill('0') << index << "-" << label << ".kir";
+  name << std::setw(2) << std::setfill('0') << index << "-" << label << suffix;
+  return (std::filesystem::path(dir) / name.str()).string();
+}
+
+Status PassManager::dump(Module& m, int index, const std::string& label) {
+  KF_ASSIGN_OR_RETURN(std::string path, dumpPath(instr_.dumpDir, index, label, ".kir"));
   WriteOptions opts;
   opts.adopt = false;
-  return writeModuleFile(m, (std::filesystem::path(instr_.dumpDir) / name.str()).string(), opts);
+  return writeModuleFile(m, path, opts);
 }
 
 void PassManager::printTiming() {

@@ -23,6 +23,11 @@ struct Instrumentation {
   std::ostream* out = nullptr;    // where printed IR goes (stdout if null); timing goes to stderr
 };
 
+// Where --dump-ir-dir puts dump `index`: DIR/NN-LABEL followed by `suffix`
+// ("03-after-fuse.kir"), DIR created first. Graph dumps and kfuse opt's
+// plan dumps (tools/kfuse/plan_stage.h) number alike.
+Expected<std::string> dumpPath(const std::string& dir, int index, std::string_view label, std::string_view suffix);
+
 struct PassRecord {
   std::string pass;
   bool changed = false;

@@ -1,15 +1,14 @@
 #include "tools/kfuse/plan_stage.h"
 
-#include <filesystem>
-#include <iomanip>
+#include <algorithm>
 #include <ostream>
-#include <sstream>
 
 #include "codegen/plan/plan_builder.h"
 #include "codegen/plan/plan_pass.h"
 #include "ir/support/file_io.h"
 #include "ir/support/strings.h"
 #include "ir/weights.h"
+#include "passes/pass_manager.h"
 #include "runtime/package/plan_io.h"
 
 namespace kfuse::cli {
@@ -36,12 +35,7 @@ std::vector<std::string> entries(std::string_view text) {
 std::string passName(const std::string& entry) { return entry.substr(0, entry.find('{')); }
 
 Status dumpPlan(const Plan& p, const std::string& dir, int index, const std::string& label) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error(str("cannot create dump directory '", dir, "': ", ec.message()));
-  std::ostringstream stem;
-  stem << std::setw(2) << std::setfill('0') << index << "-" << label << "." << p.function << ".plan";
-  std::string base = (std::filesystem::path(dir) / stem.str()).string();
+  KF_ASSIGN_OR_RETURN(std::string base, dumpPath(dir, index, label, str(".", p.function, ".plan")));
   std::vector<std::pair<std::string, const Tensor*>> constants;
   std::string json = serializePlan(p, constants);
   if (!constants.empty()) KF_RETURN_IF_ERROR(writeWeightsFile(base + ".safetensors", constants));
@@ -71,8 +65,8 @@ Expected<std::pair<std::string, std::string>> splitPipeline(std::string_view tex
 Expected<std::vector<Plan>> runPlanStage(const Module& m, std::string_view planPasses,
                                          const InstrumentationFlags& instr, int firstDump, std::ostream& out) {
   std::vector<Plan> plans;
+  KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(planPasses));  // stateless: one set for every function
   for (const auto& f : m.functions()) {
-    KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(planPasses));
     KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(*f));
     int index = firstDump;
     if (!instr.dumpDir.empty()) KF_RETURN_IF_ERROR(dumpPlan(plan, instr.dumpDir, index, "lower"));
