@@ -42,9 +42,10 @@ class CpuExecutor : public Executor {
     return runner->run(*fn.module(), args);
   }
   // The state stays in the runner when the loss can be checked before any
-  // parameter is written (no batch-norm statistics updated in the forward)
-  // or is not checked; otherwise the step runs as run() does, and a
-  // non-finite loss leaves the module's old values to be uploaded again.
+  // launch writes a parameter (the plans of the suite's models, batch-norm
+  // statistics included, write them all after the loss) or is not checked;
+  // otherwise the step runs as run() does, and a non-finite loss leaves the
+  // module's old values to be uploaded again (CpuRunner::runTrainingStep).
   Expected<InterpreterResult> runTrainingStep(const Graph& fn, const std::vector<Tensor>& args, int guard,
                                               bool& kept) override {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
