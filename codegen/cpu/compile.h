@@ -25,6 +25,10 @@ struct CompileOptions {
   bool keepOptimizedIR = false;
 };
 
+// Whether kernels for `triple` may call glibc's vector math library (libmvec)
+// once vectorised; whoever links or loads them must then provide it.
+bool usesVectorMath(const llvm::Triple& triple);
+
 // Runs LLVM's default per-module pipeline for `level` (new pass manager, with
 // loop and SLP vectorization from O2 on), its cost models those of `tm`.
 void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level);
@@ -39,7 +43,8 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(std::span<const kernel
 
 // An object file (ELF on Linux) defining one global function per kernel, with
 // the ABI of llvm_emitter.h, as position-independent code. It calls libm
-// (erff, expf, ...), which the final link must provide.
+// (erff, expf, ...) and, where usesVectorMath, libmvec (_ZGVdN8v_expf, ...),
+// which the final link must provide.
 struct ObjectCode {
   std::string bytes;
   std::string optimizedIR;  // filled when options.keepOptimizedIR

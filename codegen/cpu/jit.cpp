@@ -40,6 +40,13 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create() {
       (*jit)->getDataLayout().getGlobalPrefix());
   if (!process) return fromLLVM(process.takeError(), "cannot search the process for symbols");
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  // Vectorised kernels call glibc's vector math, which kfuse itself does not
+  // link (compile.h's usesVectorMath).
+  if (usesVectorMath(llvm::Triple(target.triple))) {
+    auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", (*jit)->getDataLayout().getGlobalPrefix());
+    if (!mvec) return fromLLVM(mvec.takeError(), "cannot load glibc's vector math library");
+    (*jit)->getMainJITDylib().addGenerator(std::move(*mvec));
+  }
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(target), std::move(*jit), std::move(*tm)));
 }
 

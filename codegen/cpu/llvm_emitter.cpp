@@ -55,6 +55,19 @@ Value* combine(llvm::IRBuilderBase& b, Combiner c, DType t, Value* acc, Value* v
   return acc;
 }
 
+// A row's float sum may be reassociated: the loop vectorizer then keeps one
+// partial sum per lane (and per unrolled copy) and adds them at the end,
+// instead of running the whole row, and everything computed for it
+// (softmax's exponentials), one element at a time. The order is fixed by the
+// compiled code, so a kernel gives the same bits on every run; it differs
+// from the interpreter's left-to-right order by rounding (docs/cpu.md gives
+// the bound the tests use). Column sums need no such licence (column order).
+Value* reassociable(Value* v) {
+  if (auto* op = llvm::dyn_cast<llvm::BinaryOperator>(v); op && op->getOpcode() == llvm::Instruction::FAdd)
+    op->setHasAllowReassoc(true);
+  return v;
+}
+
 // A position in the index space: the element offset of every access (loads,
 // then stores) and the index of every kernel dim.
 struct Point {
@@ -453,7 +466,7 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
         size_t i = r - first;
         Value* v = emitConvert(b_, site.eval(red.value), red.value->type, types[i]);
         Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i]);
-        b_.CreateStore(combine(b_, red.combiner, types[i], acc, v), slots[i]);
+        b_.CreateStore(reassociable(combine(b_, red.combiner, types[i], acc, v)), slots[i]);
       }
     }, loops_.reduce.dims.size());
   }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "codegen/cpu/compile.h"
 #include "ir/support/file_io.h"
 #include "ir/support/strings.h"
 
@@ -49,6 +50,7 @@ Expected<std::string> linkSharedObject(std::span<const std::string> objects) {
     KF_RETURN_IF_ERROR(writeFileAtomically(path, objects[i]));
     args.push_back(path);
   }
+  if (usesVectorMath(llvm::Triple(CpuTarget::host().triple))) args.push_back("-lmvec");
   args.push_back("-lm");
   std::string log = dir.path + "/link.log";
   std::vector<llvm::StringRef> argv(args.begin(), args.end());

@@ -162,6 +162,28 @@ TEST(CpuJit, ColumnReductionsRunInColumnOrderAndVectorise) {
   EXPECT_EQ(optimizedIR(softmaxKernel(48, 40, DType::F32)).find("%column"), std::string::npos);
 }
 
+// A row's float sum may be reassociated, so the loop vectorizer keeps one
+// partial sum per lane and the whole row vectorises, the exponentials of a
+// softmax included: they call glibc's vector math (libmvec) where the target
+// has it. The order is the compiled code's, so two runs give the same bits;
+// against the interpreter's left-to-right sum it differs by rounding.
+TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
+  Kernel softmax = softmaxKernel(32, 256, DType::F32);
+  std::string ir = optimizedIR(softmax);
+  EXPECT_NE(ir.find("fadd reassoc <"), std::string::npos) << "the row sum is not vectorised:\n" << ir;
+  if (cpu::usesVectorMath(llvm::Triple(cpu::CpuTarget::host().triple)))
+    EXPECT_NE(ir.find("x float> @_ZGV"), std::string::npos) << "no vector exponential:\n" << ir;
+  EXPECT_TRUE(matchesInterpreter(softmax, Tolerance{1e-5, 1e-7}, 5, {-10, 10}));
+
+  auto compiled = sharedJit().compile(std::span(&softmax, 1));
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  std::vector<Tensor> first = randomBuffers(softmax, 7);
+  std::vector<Tensor> second = first;
+  runCompiled(compiled->functions[0], first);
+  runCompiled(compiled->functions[0], second);
+  EXPECT_TRUE(outputsMatch(softmax, first, second, Tolerance::exact()));
+}
+
 // Outer loops are marked parallel (llvm.loop.parallel_accesses) when every
 // store moves with them, so a loop of many loads and stores vectorises
 // without runtime alias checks: an Adam-like update (4 loads, 3 stores,
