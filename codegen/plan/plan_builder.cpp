@@ -303,7 +303,23 @@ class PlanBuilder {
     g.aBatchStrides = batchStrides(as);
     g.bBatchStrides = batchStrides(bs);
     g.cBatchStrides = batchStrides(full);
+    foldBatchIntoRows(g);
     return g;
+  }
+
+  // A batch of row-major A's times one shared B is one GEMM with the batch
+  // folded into M: A's and C's batches lie contiguously, each M rows after
+  // the previous. A Linear on [batch, seq, features] was 64 GEMMs of 4 rows,
+  // each packing the whole weight again.
+  static void foldBatchIntoRows(GemmSpec& g) {
+    if (g.transA || g.batch.empty()) return;
+    for (int64_t s : g.bBatchStrides)
+      if (s != 0) return;
+    for (int64_t d : g.batch) g.m *= d;
+    g.batch.clear();
+    g.aBatchStrides.clear();
+    g.bBatchStrides.clear();
+    g.cBatchStrides.clear();
   }
 
   const Graph& g_;
