@@ -68,6 +68,12 @@ class CpuExecutor : public Executor {
     auto r = runnerFor(fn);
     return r ? &(*r)->plan() : nullptr;
   }
+  Expected<StepTimes> stepTimes(const Graph& fn) const override {
+    if (!opts_.profile) return Error("profiling is off (ExecutionOptions::profile)");
+    auto it = runners_.find(&fn);
+    if (it == runners_.end()) return Error(str("@", fn.name(), " has not run on the cpu target"));
+    return it->second->stepTimes();
+  }
 
  private:
   Expected<CpuRunner*> runnerFor(const Graph& fn) {
@@ -77,6 +83,7 @@ class CpuExecutor : public Executor {
     KF_ASSIGN_OR_RETURN(std::vector<KernelFn> compiled, compile(plan));
     CpuRunnerOptions ro;
     ro.poison = opts_.poison;
+    ro.profile = opts_.profile;
     auto runner = std::make_unique<CpuRunner>(std::make_shared<const Plan>(std::move(plan)), std::move(compiled), ro);
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }
@@ -165,6 +172,10 @@ Status prepareModule(Module& m, const Backend& backend, const Instrumentation& i
 }
 
 Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, const ExecutionOptions& opts) {
+  if (opts.profile && target == "interpreter")
+    return Error("the interpreter target runs no plan; profile needs cpu or cuda");
+  if (opts.profile && opts.cudaGraph)
+    return Error("per-step times cannot be measured with --cuda-graph: a CUDA Graph replays the whole plan as one launch");
   if (target == "interpreter") return std::unique_ptr<Executor>(new InterpreterExecutor());
   if (target == "cpu") return std::unique_ptr<Executor>(new CpuExecutor(opts));
 #if KFUSE_HAS_CUDA
@@ -173,6 +184,7 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
     co.compile.arch = opts.cudaArch;
     co.cudaGraph = opts.cudaGraph;
     co.inplace = opts.inplace;
+    co.profile = opts.profile;
     return cuda::createCudaExecutor(std::move(co));
   }
 #endif

@@ -1,6 +1,7 @@
 #include "runtime/cpu_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,11 @@
 #include "ir/support/strings.h"
 
 namespace kfuse {
+
+namespace {
+// Step times (CpuRunnerOptions::profile): monotonic, unlike the system clock.
+using Clock = std::chrono::steady_clock;
+}  // namespace
 
 // The storage of one run: a pointer per buffer, into the runner's regions.
 struct CpuRunner::Frame {
@@ -206,14 +212,19 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
       stopped.outputs.push_back(copyOut(f.ptr[static_cast<size_t>(out)], plan.buffers[static_cast<size_t>(out)].type));
     return stopped;
   };
+  if (opts_.profile) runTimes_.assign(plan.steps.size(), 0.0);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& s = plan.steps[i];
     if (static_cast<int>(i) == firstParamWrite_ && guardFails()) return outputsOnly();
+    // The step alone: poisoning after it is a debug cost, not the step's.
+    Clock::time_point start = opts_.profile ? Clock::now() : Clock::time_point{};
     if (Status st = runStep(s, f); !st) return st.error().context(str("step ", s.name));
+    if (opts_.profile) runTimes_[i] = std::chrono::duration<double>(Clock::now() - start).count();
     ++launches_;
     if (opts_.poison)
       for (int b : dying_[i]) poison(b, f.ptr[static_cast<size_t>(b)]);
   }
+  if (opts_.profile) times_.add(runTimes_);
   if (firstParamWrite_ < 0 && guardFails()) return outputsOnly();
   InterpreterResult r = outputsOnly();
   // Parameter storage the run overwrote holds the new value of the update

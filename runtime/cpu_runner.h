@@ -8,6 +8,7 @@
 #include "ir/interpreter.h"
 #include "runtime/plan.h"
 #include "runtime/poison.h"
+#include "runtime/step_times.h"
 
 namespace kfuse {
 
@@ -20,6 +21,9 @@ struct CpuRunnerOptions {
   // after the last step that uses it, so that reading a dead or overwritten
   // buffer gives a visibly wrong result. Off unless the build says otherwise.
   bool poison = poisonByDefault();
+  // Time every step of every run with the wall clock (stepTimes(); kfuse
+  // profile). Off, a run reads no clock and stores nothing.
+  bool profile = false;
 };
 
 // How one run treats the state it updates (training loops: Trainer::step).
@@ -74,6 +78,9 @@ class CpuRunner {
   // Launches so far (one per step run: kernel bundle, GEMM, reference op).
   uint64_t launches() const { return launches_; }
   const Plan& plan() const { return *plan_; }
+  // Per-step times of the complete runs so far; empty unless
+  // CpuRunnerOptions::profile.
+  const StepTimes& stepTimes() const { return times_; }
   // Bytes of device memory allocated so far: the arena and the resident
   // region once the first run started, 0 before. (Host scratch of the
   // interpreter paths, reference ops and half-precision GEMMs, which widen
@@ -114,6 +121,8 @@ class CpuRunner {
   // Per plan update: the tensor returned by the last run and the one before
   // it, reused when nobody else holds it any more.
   std::vector<std::shared_ptr<Tensor>> last_, spare_;
+  StepTimes times_;
+  std::vector<double> runTimes_;  // profile: the current run's, added to times_ when it completes
 };
 
 }  // namespace kfuse

@@ -8,7 +8,9 @@
 #include <string_view>
 
 #include "ir/interpreter.h"
+#include "ir/support/strings.h"
 #include "runtime/poison.h"
+#include "runtime/step_times.h"
 
 namespace kfuse {
 
@@ -24,6 +26,10 @@ struct ExecutionOptions {
   // run as a CUDA Graph replayed after (--cuda-graph).
   std::string cudaArch = "sm_90";
   bool cudaGraph = false;
+  // Time every step of every run (stepTimes(); kfuse profile). Needs a
+  // target that runs a plan (cpu, cuda) and, on cuda, no cudaGraph:
+  // createExecutor refuses both. Off, runs read no clock.
+  bool profile = false;
 };
 
 class Executor {
@@ -51,6 +57,14 @@ class Executor {
   virtual uint64_t deviceBytesAllocated() const { return 0; }
   // The plan `fn` runs as (null for the interpreter).
   virtual const Plan* planFor(const Graph& fn) { return nullptr; }
+  // With ExecutionOptions::profile: the per-step times of `fn`'s runs so
+  // far, one entry per step of planFor(fn), summed over every complete run
+  // (warm-up runs too: StepTimes::since an earlier reading leaves them
+  // out). An error when profiling is off, `fn` has not run yet, or the
+  // target runs no plan (this default).
+  virtual Expected<StepTimes> stepTimes(const Graph& fn) const {
+    return Error(str("the ", target(), " target runs no plan; profile needs cpu or cuda"));
+  }
 };
 
 }  // namespace kfuse

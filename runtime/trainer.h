@@ -58,6 +58,9 @@ class Trainer {
   int64_t stepCount() const { return steps_; }
   // The plan the training step runs as (null on the interpreter).
   const Plan* trainPlan() { return exec_->planFor(*train_); }
+  // Per-step times of the training step's runs so far (Executor::stepTimes;
+  // needs TrainerOptions::execution.profile).
+  Expected<StepTimes> trainStepTimes() const { return exec_->stepTimes(*train_); }
   // Launches performed so far by every function run.
   uint64_t launches() const { return exec_->launches(); }
   // Device memory allocated so far by every function run.

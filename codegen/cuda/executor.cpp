@@ -36,6 +36,12 @@ class CudaExecutor : public Executor {
     auto p = planOf(fn);
     return p ? p->get() : nullptr;
   }
+  Expected<StepTimes> stepTimes(const Graph& fn) const override {
+    if (!opts_.profile) return Error("profiling is off (CudaExecutorOptions::profile)");
+    auto it = runners_.find(&fn);
+    if (it == runners_.end()) return Error(str("@", fn.name(), " has not run on the cuda target"));
+    return it->second->stepTimes();
+  }
 
  private:
   Expected<std::shared_ptr<const Plan>> planOf(const Graph& fn) {
@@ -49,6 +55,7 @@ class CudaExecutor : public Executor {
     KF_ASSIGN_OR_RETURN(CudaProgram program, compileProgram(*plan, opts_.compile));
     CudaRunnerOptions ro;
     ro.cudaGraph = opts_.cudaGraph;
+    ro.profile = opts_.profile;
     KF_ASSIGN_OR_RETURN(auto runner, CudaRunner::create(plan, std::move(program), ro));
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }

@@ -16,6 +16,7 @@ struct CudaExecutorOptions {
   CudaCompileOptions compile;
   bool cudaGraph = false;  // capture each run as a CUDA Graph, replay it after
   bool inplace = true;     // in-place rewriting of the plans (--no-inplace)
+  bool profile = false;    // per-step times (Executor::stepTimes); not with cudaGraph
 };
 
 std::unique_ptr<Executor> createCudaExecutor(CudaExecutorOptions opts = {});

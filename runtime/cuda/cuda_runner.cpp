@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_runner.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "ir/op_registry.h"
@@ -36,6 +37,9 @@ Expected<std::unique_ptr<CudaRunner>> CudaRunner::create(std::shared_ptr<const P
                                                          CudaRunnerOptions opts) {
   if (program.steps.size() != plan->steps.size())
     return Error(str("the CUDA program has ", program.steps.size(), " steps for a plan of ", plan->steps.size()));
+  if (opts.profile && opts.cudaGraph)
+    return Error("per-step times cannot be measured in a CUDA Graph (it replays the whole plan as one launch): "
+                 "profile and cudaGraph exclude each other");
   std::unique_ptr<CudaRunner> r(new CudaRunner(std::move(plan), std::move(program), opts));
   KF_RETURN_IF_ERROR(r->init());  // on failure the destructor releases what init made
   return r;
@@ -51,6 +55,14 @@ Status CudaRunner::init() {
   KF_RETURN_IF_ERROR(check("cuDeviceGetAttribute",
                            cu_->deviceGetAttribute(&smCount_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)));
   KF_RETURN_IF_ERROR(check("cuStreamCreate", cu_->streamCreate(&stream_, CU_STREAM_NON_BLOCKING)));
+  if (opts_.profile) {
+    events_.assign(program_.steps.size(), {nullptr, nullptr});
+    for (size_t i = 0; i < events_.size(); ++i) {
+      if (program_.steps[i].mode == StepMode::Host) continue;
+      KF_RETURN_IF_ERROR(check("cuEventCreate", cu_->eventCreate(&events_[i].first, CU_EVENT_DEFAULT)));
+      KF_RETURN_IF_ERROR(check("cuEventCreate", cu_->eventCreate(&events_[i].second, CU_EVENT_DEFAULT)));
+    }
+  }
 
   // Modules: the CUBIN for the program's architecture; the driver JIT-compiles
   // the PTX when the device is newer than that.
@@ -133,6 +145,10 @@ CudaRunner::~CudaRunner() {
   if (ltHandle_) lt_->destroy(ltHandle_);
   if (base_) cu_->memFree(base_);
   for (CUmodule m : modules_) cu_->moduleUnload(m);
+  for (auto [before, after] : events_) {
+    if (before) cu_->eventDestroy(before);
+    if (after) cu_->eventDestroy(after);
+  }
   if (stream_) cu_->streamDestroy(stream_);
 }
 
@@ -264,6 +280,40 @@ Status CudaRunner::runDeviceStep(const StepProgram& s) {
   return Status::ok();
 }
 
+// Step `i` of the plan; with profile, timed: events around a device step
+// (read by readStepTimes once the run is synchronised), the wall clock
+// around a host step.
+Status CudaRunner::runStep(size_t i) {
+  const StepProgram& s = program_.steps[i];
+  if (!opts_.profile) return s.mode == StepMode::Host ? runHostStep(plan_->steps[i]) : runDeviceStep(s);
+  if (s.mode == StepMode::Host) {
+    // The device steps queued before it finish first, on their own time.
+    KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
+    auto start = std::chrono::steady_clock::now();
+    KF_RETURN_IF_ERROR(runHostStep(plan_->steps[i]));
+    runTimes_[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return Status::ok();
+  }
+  KF_RETURN_IF_ERROR(check("cuEventRecord", cu_->eventRecord(events_[i].first, stream_)));
+  KF_RETURN_IF_ERROR(runDeviceStep(s));
+  return check("cuEventRecord", cu_->eventRecord(events_[i].second, stream_));
+}
+
+// The device steps' times of the run just synchronised, then the run's
+// times added to the totals.
+Status CudaRunner::readStepTimes() {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    auto [before, after] = events_[i];
+    if (!before) continue;
+    KF_RETURN_IF_ERROR(check("cuEventSynchronize", cu_->eventSynchronize(after)));
+    float ms = 0;
+    KF_RETURN_IF_ERROR(check("cuEventElapsedTime", cu_->eventElapsedTime(&ms, before, after)));
+    runTimes_[i] = static_cast<double>(ms) * 1e-3;
+  }
+  times_.add(runTimes_);
+  return Status::ok();
+}
+
 // A reference op: operands to the host, the op's reference implementation,
 // results back (ops with no kernel form yet; never inside a CUDA Graph).
 Status CudaRunner::runHostStep(const Step& s) {
@@ -312,13 +362,12 @@ Expected<InterpreterResult> CudaRunner::run(const Module& m, const std::vector<T
     ++launches_;
     KF_RETURN_IF_ERROR(check("cuGraphLaunch", cu_->graphLaunch(graphExec_, stream_)));
   } else {
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      const StepProgram& s = program_.steps[i];
-      Status st = s.mode == StepMode::Host ? runHostStep(p.steps[i]) : runDeviceStep(s);
-      if (!st) return st.error().context(str("step ", i, " (", p.steps[i].name, ")"));
-    }
+    if (opts_.profile) runTimes_.assign(p.steps.size(), 0.0);
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      if (Status st = runStep(i); !st) return st.error().context(str("step ", i, " (", p.steps[i].name, ")"));
   }
   KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
+  if (opts_.profile) KF_RETURN_IF_ERROR(readStepTimes());
 
   InterpreterResult r;
   for (int b : p.outputs) {

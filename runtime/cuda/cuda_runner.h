@@ -5,7 +5,11 @@
 // and are uploaded again only when the module's data changed; reference
 // steps run on the host between device steps. With `cudaGraph`, the first
 // run captures every device step of the plan as a CUDA Graph and later runs
-// replay it: one launch per run from the host.
+// replay it: one launch per run from the host. With `profile`, every step
+// of every run is timed (stepTimes()): CUDA events on the stream before and
+// after each device step, read after the run's final synchronisation, and
+// the wall clock around each host step; a CUDA Graph runs every step as one
+// launch, so the two options exclude each other.
 //
 // Nothing here needs a GPU to build; create() fails with a message naming
 // why (no driver, no device, out of memory) and leaves nothing allocated.
@@ -20,11 +24,13 @@
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/program.h"
 #include "runtime/plan.h"
+#include "runtime/step_times.h"
 
 namespace kfuse::cuda {
 
 struct CudaRunnerOptions {
   bool cudaGraph = false;
+  bool profile = false;  // per-step times (stepTimes()); not with cudaGraph
 };
 
 class CudaRunner {
@@ -45,6 +51,8 @@ class CudaRunner {
   uint64_t bytesAllocated() const { return bytes_; }
   const Plan& plan() const { return *plan_; }
   const CudaProgram& program() const { return program_; }
+  // Per-step times of the complete runs so far; empty unless profiling.
+  const StepTimes& stepTimes() const { return times_; }
 
  private:
   CudaRunner(std::shared_ptr<const Plan> plan, CudaProgram program, CudaRunnerOptions opts)
@@ -54,7 +62,9 @@ class CudaRunner {
   Status upload(int buffer, const Tensor& t);
   Expected<Tensor> download(int buffer) const;
   Status uploadParams(const Module& m);
+  Status runStep(size_t i);
   Status runDeviceStep(const StepProgram& s);
+  Status readStepTimes();
   Status runHostStep(const Step& s);
   Status runMatmul(const MatmulCall& c);
   Status launch(const KernelLaunch& l);
@@ -80,6 +90,11 @@ class CudaRunner {
   CUgraph graph_ = nullptr;
   CUgraphExec graphExec_ = nullptr;
   uint64_t launches_ = 0;
+  // profile: per step, the events recorded before and after it (null for
+  // host steps), the current run's times, and the complete runs' sums.
+  std::vector<std::pair<CUevent, CUevent>> events_;
+  std::vector<double> runTimes_;
+  StepTimes times_;
 };
 
 }  // namespace kfuse::cuda

@@ -65,6 +65,11 @@ Expected<DriverApi> openDriver() {
   KF_LOAD(api, lib, graphLaunch, cuGraphLaunch);
   KF_LOAD(api, lib, graphExecDestroy, cuGraphExecDestroy);
   KF_LOAD(api, lib, graphDestroy, cuGraphDestroy);
+  KF_LOAD(api, lib, eventCreate, cuEventCreate);
+  KF_LOAD(api, lib, eventRecord, cuEventRecord);
+  KF_LOAD(api, lib, eventSynchronize, cuEventSynchronize);
+  KF_LOAD(api, lib, eventElapsedTime, cuEventElapsedTime);
+  KF_LOAD(api, lib, eventDestroy, cuEventDestroy);
   if (CUresult r = api.init(0); r != CUDA_SUCCESS) return Error(str("no CUDA device: ", api.describe("cuInit", r)));
   int count = 0;
   if (CUresult r = api.deviceGetCount(&count); r != CUDA_SUCCESS)

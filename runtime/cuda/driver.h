@@ -44,6 +44,12 @@ struct DriverApi {
   decltype(&::cuGraphLaunch) graphLaunch;
   decltype(&::cuGraphExecDestroy) graphExecDestroy;
   decltype(&::cuGraphDestroy) graphDestroy;
+  // Per-step device times (CudaRunnerOptions::profile).
+  decltype(&::cuEventCreate) eventCreate;
+  decltype(&::cuEventRecord) eventRecord;
+  decltype(&::cuEventSynchronize) eventSynchronize;
+  decltype(&::cuEventElapsedTime) eventElapsedTime;
+  decltype(&::cuEventDestroy) eventDestroy;
 
   // "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
   std::string describe(const char* call, CUresult r) const;

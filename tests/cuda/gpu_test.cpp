@@ -5,7 +5,9 @@
 //   - spiral MLP training, step by step, against the cpu target (1e-4 rel);
 //   - a CUDA Graph replay gives the same bits as the plain launches;
 //   - the launches counted equal the program's device launches per run;
-//   - the device allocates the predicted peak of `kfuse memory`, exactly.
+//   - the device allocates the predicted peak of `kfuse memory`, exactly;
+//   - profiling (kfuse profile) times every step with CUDA events and
+//     changes neither results nor launches; it refuses a CUDA Graph.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,6 +128,48 @@ TEST(GpuLaunches, CountedOncePerDeviceLaunch) {
   ASSERT_TRUE(exec->run(*model->function, args));
   ASSERT_TRUE(exec->run(*model->function, args));
   EXPECT_EQ(exec->launches(), 2 * perRun);
+}
+
+TEST(GpuProfile, OnePositiveTimePerStepOfEveryRun) {
+  KF_REQUIRE_GPU();
+  auto model = test::buildSuiteModel("spiral_mlp_train", "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  const Graph& fn = *model->function;
+  std::vector<Tensor> args = argsOf(*model);
+  cuda::CudaExecutorOptions po;
+  po.profile = true;
+  auto timed = cuda::createCudaExecutor(po);
+  auto plain = cuda::createCudaExecutor();
+  auto want = plain->run(fn, args);
+  ASSERT_TRUE(want) << want.error().message();
+  for (int run = 0; run < 2; ++run) {
+    auto got = timed->run(fn, args);
+    ASSERT_TRUE(got) << got.error().message();
+    for (size_t i = 0; i < want->outputs.size(); ++i)
+      EXPECT_EQ(test::compareTensors(got->outputs[i], want->outputs[i], 0, 0), "") << "run " << run;
+  }
+  EXPECT_EQ(timed->launches(), 2 * plain->launches());
+  auto t = timed->stepTimes(fn);
+  ASSERT_TRUE(t) << t.error().message();
+  const Plan* plan = timed->planFor(fn);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(t->runs, 2u);
+  ASSERT_EQ(t->seconds.size(), plan->steps.size());
+  for (size_t i = 0; i < t->seconds.size(); ++i) EXPECT_GT(t->seconds[i], 0) << "step " << i << " " << plan->steps[i].name;
+  EXPECT_FALSE(plain->stepTimes(fn));
+}
+
+TEST(GpuProfile, RefusedWithACudaGraph) {
+  KF_REQUIRE_GPU();
+  auto model = test::buildSuiteModel("spiral_mlp_train", "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  cuda::CudaExecutorOptions po;
+  po.profile = true;
+  po.cudaGraph = true;
+  auto exec = cuda::createCudaExecutor(po);
+  auto r = exec->run(*model->function, argsOf(*model));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("CUDA Graph"), std::string::npos) << r.error().message();
 }
 
 }  // namespace

@@ -17,6 +17,15 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 # Tests of the cuda target (CUDA C generation, no GPU needed): REQUIRES: cuda.
 if config.kfuse_with_cuda.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("cuda")
+# An NVIDIA driver on this machine (the library the cuda runtime opens):
+# tests of what running on the cuda target says without one are
+# UNSUPPORTED: cuda-driver.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass
 # Tests that compile cpu packages (kfuse compile needs LLVM for them): REQUIRES: llvm.
 if config.kfuse_with_llvm.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("llvm")

@@ -19,6 +19,7 @@ Action addRunCommand(CLI::App& app);
 Action addOpsCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
 Action addStatsCommand(CLI::App& app);
+Action addProfileCommand(CLI::App& app);
 Action addMemoryCommand(CLI::App& app);
 Action addCompileCommand(CLI::App& app);
 Action addInspectCommand(CLI::App& app);

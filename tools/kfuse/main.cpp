@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(kfuse::cli::addOpsCommand);
   add(kfuse::cli::addTrainCommand);
   add(kfuse::cli::addStatsCommand);
+  add(kfuse::cli::addProfileCommand);
   add(kfuse::cli::addMemoryCommand);
   add(kfuse::cli::addCompileCommand);
   add(kfuse::cli::addInspectCommand);
