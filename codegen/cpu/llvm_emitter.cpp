@@ -68,6 +68,41 @@ Value* reassociable(Value* v) {
   return v;
 }
 
+// A row's float maximum or minimum runs on integer keys that order as the
+// floats do (negative floats' magnitude bits flipped), every NaN mapped to
+// the extreme key so that it wins: LLVM 14 vectorises integer max/min
+// reductions, never a NaN-propagating float one, and softmax's row maxima
+// were a scalar chain of compares and selects. Zeros order -0 < +0; the
+// extreme keys decode to NaNs.
+bool onKeys(Combiner c, DType t) {
+  return (c == Combiner::Max || c == Combiner::Min) && (t == DType::F32 || t == DType::F64);
+}
+
+llvm::APInt extremeKey(Combiner c, unsigned bits) {
+  return c == Combiner::Max ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits);
+}
+
+// key(x) = bits(x) ^ (sign(x) ? 0x7f..f : 0): an involution on bit patterns.
+Value* flipNegative(llvm::IRBuilderBase& b, Value* bits) {
+  unsigned n = bits->getType()->getIntegerBitWidth();
+  Value* magnitude = llvm::ConstantInt::get(bits->getType(), llvm::APInt::getSignedMaxValue(n));
+  return b.CreateXor(bits, b.CreateAnd(b.CreateAShr(bits, n - 1), magnitude));
+}
+
+Value* toKey(llvm::IRBuilderBase& b, Combiner c, Value* v) {
+  unsigned n = v->getType()->getPrimitiveSizeInBits();
+  Value* key = flipNegative(b, b.CreateBitCast(v, b.getIntNTy(n)));
+  return b.CreateSelect(b.CreateFCmpUNO(v, v), b.getInt(extremeKey(c, n)), key);
+}
+
+Value* fromKey(llvm::IRBuilderBase& b, Value* key, llvm::Type* floatType) {
+  return b.CreateBitCast(flipNegative(b, key), floatType);
+}
+
+Value* combineKeys(llvm::IRBuilderBase& b, Combiner c, Value* acc, Value* key) {
+  return b.CreateBinaryIntrinsic(c == Combiner::Max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, acc, key);
+}
+
 // A position in the index space: the element offset of every access (loads,
 // then stores) and the index of every kernel dim.
 struct Point {
@@ -107,6 +142,7 @@ class KernelEmitter {
   void emitStores(Site& site, StoreScope scope);
   void foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v);
   llvm::AllocaInst* slot(DType t, const char* name);
+  llvm::AllocaInst* slot(llvm::Type* t, const char* name);
 
   const Kernel& k_;
   kernel::KernelSpaces loops_;
@@ -249,10 +285,12 @@ void KernelEmitter::hoistInvariantLoads() {
 }
 
 // Allocas go to the top of the entry block, where mem2reg promotes them.
-llvm::AllocaInst* KernelEmitter::slot(DType t, const char* name) {
+llvm::AllocaInst* KernelEmitter::slot(DType t, const char* name) { return slot(computeTypeOf(ctx_, t), name); }
+
+llvm::AllocaInst* KernelEmitter::slot(llvm::Type* t, const char* name) {
   llvm::BasicBlock& entry = fn_->getEntryBlock();
   entry_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
-  return entry_.CreateAlloca(computeTypeOf(ctx_, t), nullptr, name);
+  return entry_.CreateAlloca(t, nullptr, name);
 }
 
 Point KernelEmitter::origin() {
@@ -455,8 +493,11 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
   for (size_t r = first; r < last; ++r) {
     const kernel::Reduction& red = k_.reductions[r];
     types.push_back(accumulatorType(red.combiner, red.value->type));
-    slots.push_back(slot(types.back(), "acc"));
-    b_.CreateStore(initialValue(b_, red.combiner, types.back()), slots.back());
+    bool keys = onKeys(red.combiner, types.back());
+    Value* init = initialValue(b_, red.combiner, types.back());
+    if (keys) init = toKey(b_, red.combiner, init);
+    slots.push_back(slot(init->getType(), "acc"));
+    b_.CreateStore(init, slots.back());
   }
   if (!loops_.reduce.empty()) {
     emitNest(loops_.reduce, 0, p, [&](const Point& q) {
@@ -466,12 +507,19 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
         size_t i = r - first;
         Value* v = emitConvert(b_, site.eval(red.value), red.value->type, types[i]);
         Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i]);
-        b_.CreateStore(reassociable(combine(b_, red.combiner, types[i], acc, v)), slots[i]);
+        Value* next = onKeys(red.combiner, types[i]) ? combineKeys(b_, red.combiner, acc, toKey(b_, red.combiner, v))
+                                                     : reassociable(combine(b_, red.combiner, types[i], acc, v));
+        b_.CreateStore(next, slots[i]);
       }
     }, loops_.reduce.dims.size());
   }
-  for (size_t r = first; r < last; ++r)
-    accs_[r] = b_.CreateLoad(slots[r - first]->getAllocatedType(), slots[r - first], "acc");
+  for (size_t r = first; r < last; ++r) {
+    size_t i = r - first;
+    Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i], "acc");
+    accs_[r] = onKeys(k_.reductions[r].combiner, types[i])
+                   ? fromKey(b_, acc, computeTypeOf(b_.getContext(), types[i]))
+                   : acc;
+  }
 }
 
 // Evaluates every store of `scope` at the site, then writes them: all loads

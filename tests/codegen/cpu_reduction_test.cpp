@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "tests/codegen/jit_harness.h"
 #include "tests/codegen/kernel_builder.h"
@@ -56,6 +57,31 @@ TEST(CpuReduction, MaxAndMinPropagateNaN) {
     Scalar acc = b.reduce(c, b.loadAxes(b.input(DType::F32, {40, 13}), {0, 1}));
     b.storeAxes(b.output(DType::F32, {40}), {0}, acc, StoreScope::Row);
     EXPECT_TRUE(matchesInterpreter(b.build(), Tolerance::exact(), 7, {-5, 5, 0.03}));
+  }
+}
+
+// Row maxima and minima run on integer keys (codegen/cpu/llvm_emitter.cpp):
+// infinities, negative values only, subnormals, zeros of both signs and
+// NaN (which wins) on rows long enough to take the vector loop and its
+// remainder, in f32 and f64.
+TEST(CpuReduction, MaxAndMinOrderEveryKindOfFloat) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::vector<double>> rows = {
+      {-inf, -inf, -inf}, {inf, 1, -inf}, {-0.0, 0.0, -0.0}, {-1e30, -1e-30, -5, -3e38},
+      {1e-45, -1e-45, 0.0}, {2, nan, -inf}, {-0.0, -0.0}, {7, 6.5, 7.25, -7.5}};
+  const int64_t width = 37;
+  for (DType t : {DType::F32, DType::F64}) {
+    std::vector<double> values;
+    for (const auto& row : rows)
+      for (int64_t i = 0; i < width; ++i) values.push_back(row[static_cast<size_t>(i) % row.size()]);
+    auto n = static_cast<int64_t>(rows.size());
+    for (Combiner c : {Combiner::Max, Combiner::Min}) {
+      KernelBuilder b("extremes", {n}, {width});
+      Scalar acc = b.reduce(c, b.loadAxes(b.input(t, {n, width}), {0, 1}));
+      b.storeAxes(b.output(t, {n}), {0}, acc, StoreScope::Row);
+      std::vector<Tensor> buffers = {Tensor::fromDoubles(TensorType(t, {n, width}), values), Tensor(TensorType(t, {n}))};
+      EXPECT_TRUE(matchesInterpreter(b.build(), buffers, Tolerance::exact())) << dtypeName(t);
+    }
   }
 }
 
