@@ -2,7 +2,9 @@
 # The GPU-side check, for a person on a machine with an NVIDIA GPU (CUDA 13,
 # CMake, ninja, g++; no network, no LLVM / ONNX / Protobuf / OpenBLAS):
 #   1. configures and builds kfuse with the cuda target and without LLVM and
-#      ONNX (models come from the C++ tracing frontend, tests/cuda/suite_models.cpp);
+#      ONNX (models come from the C++ tracing frontend, tests/cuda/suite_models.cpp),
+#      with the header-only dependencies and GoogleTest from third_party/
+#      (scripts/bundle-third-party.sh) where the machine lacks them;
 #   2. runs the NVRTC compile tests (every kernel of every suite model and op
 #      case, for the device's architecture family) and the GPU tests (ctest
 #      label gpu: kernels vs the interpreter, spiral training vs the cpu
@@ -28,8 +30,19 @@ else
   device="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 fi
 
+# The GPU machines have no nlohmann-json, CLI11, GoogleTest or zlib headers:
+# take them from third_party/ (scripts/bundle-third-party.sh, run on a
+# Debian machine with kfuse's dependencies, before copying the tree over).
+third_party=()
+if [ -d third_party ]; then
+  third_party=(-DKFUSE_THIRD_PARTY_DIR=third_party)
+elif [ ! -e /usr/include/nlohmann/json.hpp ]; then
+  echo "gpu-check: no third_party/ and no system nlohmann-json: run scripts/bundle-third-party.sh on a machine that has kfuse's dependencies, then copy third_party/ here" >&2
+  exit 1
+fi
+
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DKFUSE_WITH_LLVM=OFF -DKFUSE_WITH_ONNX=OFF -DKFUSE_WITH_CUDA=ON
+  -DKFUSE_WITH_LLVM=OFF -DKFUSE_WITH_ONNX=OFF -DKFUSE_WITH_CUDA=ON "${third_party[@]}"
 cmake --build "$build" --parallel "$(nproc)" --target nvrtc_compile_test cuda_codegen_test cuda_gpu_test kfuse
 
 status=0
