@@ -29,6 +29,7 @@ struct ProfileArgs : PlanModelArgs {
   std::string sort = "plan";
   std::vector<std::string> inputs;  // NAME=FILE (.npy)
   CudaFlags cuda;
+  bool wallOnly = false;
 };
 
 Status validate(const ProfileArgs& a) {
@@ -71,6 +72,7 @@ class Profiled {
   virtual Status runOnce() = 0;
   virtual Expected<StepTimes> times() const = 0;
   virtual const Plan* plan() = 0;
+  virtual uint64_t launches() const = 0;
 };
 
 class InferenceRun : public Profiled {
@@ -80,6 +82,7 @@ class InferenceRun : public Profiled {
   Status runOnce() override { return exec_->run(fn(), args_).status(); }
   Expected<StepTimes> times() const override { return exec_->stepTimes(fn()); }
   const Plan* plan() override { return exec_->planFor(fn()); }
+  uint64_t launches() const override { return exec_->launches(); }
 
  private:
   const Graph& fn() const { return *module_->functions().front(); }
@@ -96,6 +99,7 @@ class TrainingRun : public Profiled {
   Status runOnce() override { return trainer_->step(inputs_, labels_, 1e-3).status(); }
   Expected<StepTimes> times() const override { return trainer_->trainStepTimes(); }
   const Plan* plan() override { return trainer_->trainPlan(); }
+  uint64_t launches() const override { return trainer_->launches(); }
 
  private:
   std::unique_ptr<Trainer> trainer_;
@@ -147,21 +151,26 @@ Expected<std::unique_ptr<Profiled>> prepareTraining(const ProfileArgs& a, const 
 }
 
 struct Measured {
-  StepTimes steps;     // the measured runs only
+  StepTimes steps;     // the measured runs only (none with --wall-only)
   double wallSeconds;  // of the measured runs, as their caller sees them
+  uint64_t launches;   // counted by the runtime during the measured runs
 };
 
-Expected<Measured> measure(Profiled& p, int64_t warmup, int64_t repeat) {
+Expected<Measured> measure(Profiled& p, int64_t warmup, int64_t repeat, bool wallOnly) {
   for (int64_t i = 0; i < warmup; ++i) KF_RETURN_IF_ERROR(p.runOnce());
   StepTimes before;
-  if (warmup > 0) {
+  if (warmup > 0 && !wallOnly) {
     KF_ASSIGN_OR_RETURN(before, p.times());
   }
+  uint64_t launchesBefore = p.launches();
   auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < repeat; ++i) KF_RETURN_IF_ERROR(p.runOnce());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Measured m{{}, wall, p.launches() - launchesBefore};
+  if (wallOnly) return m;
   KF_ASSIGN_OR_RETURN(StepTimes after, p.times());
-  return Measured{after.since(before), wall};
+  m.steps = after.since(before);
+  return m;
 }
 
 std::string_view kindName(StepKind k) {
@@ -184,13 +193,14 @@ struct Row {
 struct Report {
   std::vector<Row> rows;
   double stepsUs = 0, wallUs = 0;
-  size_t launches = 0;
+  size_t launches = 0;         // per run, in the plan
+  double measuredLaunches = 0;  // per run, as the runtime counted them
 };
 
-Report reportOf(const Plan& plan, const Measured& m, int64_t repeat, const std::string& sort) {
+Report reportOf(const Plan& plan, const Measured& m, int64_t repeat, const std::string& sort, bool wallOnly) {
   Report r;
   auto runs = static_cast<double>(m.steps.runs);
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
+  for (size_t i = 0; i < (wallOnly ? 0 : plan.steps.size()); ++i) {
     double us = i < m.steps.seconds.size() && runs > 0 ? m.steps.seconds[i] / runs * 1e6 : 0;
     r.rows.push_back({i, &plan.steps[i], us, 0});
     r.stepsUs += us;
@@ -200,6 +210,7 @@ Report reportOf(const Plan& plan, const Measured& m, int64_t repeat, const std::
     std::stable_sort(r.rows.begin(), r.rows.end(), [](const Row& x, const Row& y) { return x.us > y.us; });
   r.wallUs = m.wallSeconds / static_cast<double>(repeat) * 1e6;
   r.launches = plan.launches();
+  r.measuredLaunches = static_cast<double>(m.launches) / static_cast<double>(repeat);
   return r;
 }
 
@@ -214,10 +225,19 @@ nlohmann::json toJson(const ProfileArgs& a, const Report& r) {
                      {"share_percent", row.share}});
   return {{"model", a.model},     {"target", a.target},         {"train", a.train},
           {"warmup", a.warmup},   {"repeat", a.repeat},         {"launches_per_run", r.launches},
+          {"measured_launches_per_run", r.measuredLaunches},    {"cuda_graph", a.cuda.cudaGraph},
           {"steps", steps},       {"steps_total_us", r.stepsUs}, {"run_wall_us", r.wallUs}};
 }
 
 void printTable(const ProfileArgs& a, const Report& r) {
+  if (a.wallOnly) {
+    std::cout << a.model << " (" << (a.train ? "training step" : "inference") << ", target " << a.target
+              << "): whole runs only, mean of " << a.repeat << " after " << a.warmup << " warm-up\n"
+              << std::fixed << std::setprecision(2) << "run " << r.wallUs << " us; " << r.measuredLaunches
+              << " launches per run counted (" << r.launches << " in the plan)\n"
+              << std::defaultfloat;
+    return;
+  }
   std::cout << a.model << " (" << (a.train ? "training step" : "inference") << ", target " << a.target << "): mean of "
             << a.repeat << (a.repeat == 1 ? " run" : " runs") << " after " << a.warmup << " warm-up\n";
   size_t width = 4;
@@ -246,15 +266,18 @@ int runProfile(const ProfileArgs& a) {
   if (Status s = validate(a); !s) return fail(s.error());
   ExecutionOptions exec;
   exec.inplace = !a.noInplace;
-  exec.profile = true;
+  exec.profile = !a.wallOnly;
   if (Status s = applyCudaFlags(a.cuda, a.target, exec); !s) return fail(s.error());
+  if (a.cuda.cudaGraph && !a.wallOnly)
+    return fail(Error("per-step times cannot be measured with --cuda-graph: a CUDA Graph replays the whole plan "
+                      "as one launch (--wall-only times whole runs)"));
   auto profiled = a.train ? prepareTraining(a, exec) : prepareInference(a, exec);
   if (!profiled) return fail(profiled.error());
-  auto measured = measure(**profiled, a.warmup, a.repeat);
+  auto measured = measure(**profiled, a.warmup, a.repeat, a.wallOnly);
   if (!measured) return fail(measured.error());
   const Plan* plan = (*profiled)->plan();
   if (!plan) return fail(Error(str("target ", a.target, " ran no plan")));
-  Report r = reportOf(*plan, *measured, a.repeat, a.sort);
+  Report r = reportOf(*plan, *measured, a.repeat, a.sort, a.wallOnly);
   if (a.json)
     std::cout << toJson(a, r).dump(2) << "\n";
   else
@@ -276,6 +299,9 @@ Action addProfileCommand(CLI::App& app) {
   cmd->add_option("--sort", a->sort, "Row order: plan (default, as kfuse stats counts) or time (slowest first)");
   cmd->add_option("--input", a->inputs,
                   "NAME=FILE (.npy) for every input of the forward (default: seeded random data)");
+  cmd->add_flag("--wall-only", a->wallOnly,
+                "Time whole runs only, with no clock or CUDA event per step (a benchmark's step time; "
+                "allows --cuda-graph, which replays a run as one launch)");
   addCudaFlags(cmd, a->cuda);
   return [a] { return runProfile(*a); };
 }
