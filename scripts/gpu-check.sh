@@ -9,13 +9,18 @@
 #      case, for the device's architecture family) and the GPU tests (ctest
 #      label gpu: kernels vs the interpreter, spiral training vs the cpu
 #      target, CUDA Graph replay, launch counts);
-#   3. writes results/<date>/summary.json and summary.md (device, test counts,
-#      failures), which go to bench/results/ when committed.
+#   3. runs bench/gpu_bench.py (kfuse vs PyTorch eager and torch.compile: step
+#      times and launches) on the models in bench/gpu_models, which
+#      `bench/gpu_bench.py prepare` writes on a machine with kfuse's ONNX
+#      frontend; without them, or without a GPU, the summary says so;
+#   4. writes results/<date>/summary.json and summary.md (device, test counts,
+#      failures, the benchmark), which go to bench/results/ when committed.
 #
 #   scripts/gpu-check.sh [RESULTS_DIR]      (default bench/results/<UTC date>)
 #
-# Not done yet (docs/cuda.md): the benchmark against PyTorch eager and
-# torch.compile; the script says so in its summary rather than inventing numbers.
+# Before copying the tree to the GPU machine (on the development machine):
+#   scripts/bundle-third-party.sh
+#   /usr/bin/python3 bench/gpu_bench.py prepare --kfuse build/bin/kfuse --out bench/gpu_models
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,13 +58,26 @@ passed=$(grep -c 'Passed' "$results/ctest.log" || true)
 failed=$(grep -cE '\*\*\*Failed|Exception|Timeout' "$results/ctest.log" || true)
 skipped=$(grep -c 'Skipped' "$results/ctest.log" || true)
 
+# The benchmark against PyTorch eager and torch.compile, on models prepared
+# beforehand where ONNX is available (bench/gpu_bench.py prepare).
+bench_note="ran: gpu_bench.md, gpu_bench.json"
+if [ "$device" = none ]; then
+  bench_note="not run: no GPU (bench/gpu_bench.py run --device cpu is its dry run)"
+elif [ ! -f bench/gpu_models/manifest.json ]; then
+  bench_note="not run: no bench/gpu_models (run bench/gpu_bench.py prepare on a machine with kfuse's ONNX frontend, then copy it here)"
+elif ! python3 -c 'import torch' 2>/dev/null; then
+  bench_note="not run: python3 has no torch"
+elif ! python3 bench/gpu_bench.py run --kfuse "$build/bin/kfuse" --models bench/gpu_models --out "$results"; then
+  bench_note="failed: see the output above"
+  status=1
+fi
+
 cat > "$results/summary.json" <<JSON
 {
   "device": "$device",
   "build": "KFUSE_WITH_LLVM=OFF KFUSE_WITH_ONNX=OFF KFUSE_WITH_CUDA=ON",
   "tests": {"passed": $passed, "failed": $failed, "skipped": $skipped},
-  "benchmark": null,
-  "benchmark_note": "not implemented: kfuse has no profile/benchmark command for the cuda target yet"
+  "benchmark": "$bench_note"
 }
 JSON
 cat > "$results/summary.md" <<MD
@@ -68,7 +86,7 @@ cat > "$results/summary.md" <<MD
 - device: $device
 - build: KFUSE_WITH_LLVM=OFF KFUSE_WITH_ONNX=OFF KFUSE_WITH_CUDA=ON
 - tests: $passed passed, $failed failed, $skipped skipped (ctest.log, ctest.xml)
-- benchmark vs PyTorch eager / torch.compile: not implemented yet
+- benchmark vs PyTorch eager / torch.compile: $bench_note
 MD
 echo "gpu-check: results in $results"
 exit "$status"

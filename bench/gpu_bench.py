@@ -1,0 +1,267 @@
+"""kfuse (cuda target) against PyTorch eager and torch.compile on one GPU.
+
+Two stages, because the GPU machines have no ONNX and no network:
+
+  prepare (on a development machine with kfuse's dependencies, /usr/bin/python3):
+      bench/gpu_bench.py prepare --kfuse build/bin/kfuse --out bench/gpu_models
+    exports the workloads of bench/workloads.py (spiral MLP training step,
+    784-512-512-10 MLP training step, transformer encoder block inference)
+    to ONNX, imports them with `kfuse import` (.kir + .safetensors), and
+    saves each input, label and PyTorch state_dict, so that both engines run
+    the same weights and data.
+
+  run (on the GPU machine; scripts/gpu-check.sh calls it):
+      bench/gpu_bench.py run --kfuse build-gpu/bin/kfuse --models bench/gpu_models --out RESULTS
+    times each workload in kfuse (`kfuse profile --wall-only`, with and
+    without --cuda-graph), PyTorch eager and torch.compile (where torch has
+    it), counts launches (kfuse's runtime count; PyTorch's GPU kernels from
+    torch.profiler), and writes RESULTS/gpu_bench.json and gpu_bench.md.
+    `--device cpu` runs the same against kfuse's cpu target and PyTorch on
+    the CPU: a dry run of the whole script on a machine without a GPU.
+
+Step times are means over --repeat iterations after --warmup (CUDA events
+for PyTorch on the GPU, wall clock otherwise; kfuse times whole runs, with
+the copies of inputs in and outputs out). Nothing here asserts a time.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = ("spiral_mlp_train", "mlp_train", "transformer_infer")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="stage", required=True)
+    prep = sub.add_parser("prepare", help="export and import the models (needs onnx and kfuse's ONNX frontend)")
+    prep.add_argument("--kfuse", required=True, help="the kfuse binary (built with the ONNX frontend)")
+    prep.add_argument("--out", required=True, help="folder for the models, inputs and weights")
+    run = sub.add_parser("run", help="time the workloads")
+    run.add_argument("--kfuse", required=True, help="the kfuse binary")
+    run.add_argument("--models", required=True, help="the folder `prepare` wrote")
+    run.add_argument("--out", required=True, help="folder for gpu_bench.json and gpu_bench.md")
+    run.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                     help="cuda (default), or cpu for a dry run against kfuse's cpu target")
+    run.add_argument("--repeat", type=int, default=200, help="timed iterations per engine (default 200)")
+    run.add_argument("--warmup", type=int, default=20, help="untimed iterations first (default 20)")
+    return p.parse_args()
+
+
+# ---------------------------------------------------------------- prepare
+
+def prepare(args):
+    import torch
+    from workloads import export, make_workloads
+    os.makedirs(args.out, exist_ok=True)
+    manifest = []
+    for w in make_workloads():
+        if w["name"] not in WORKLOADS:
+            continue
+        onnx_path, _ = export(w, args.out)
+        kir = os.path.join(args.out, w["name"] + ".kir")
+        subprocess.run([args.kfuse, "import", onnx_path, "-o", kir], check=True)
+        data = {"x": torch.from_numpy(w["x"])}
+        if w["kind"] == "train":
+            data["y"] = torch.from_numpy(w["y"])
+        torch.save(data, os.path.join(args.out, w["name"] + ".data.pt"))
+        torch.save(w["model"].state_dict(), os.path.join(args.out, w["name"] + ".state.pt"))
+        manifest.append({k: w[k] for k in ("name", "kind", "title")} | {"lr": w.get("lr")})
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print("gpu_bench: prepared %d workloads in %s" % (len(manifest), args.out))
+
+
+# ---------------------------------------------------------------- kfuse
+
+def kfuse_time(args, w, graph):
+    """kfuse profile --wall-only: mean ms per run and launches per run."""
+    target = "cuda" if args.device == "cuda" else "cpu"
+    cmd = [args.kfuse, "profile", os.path.join(args.models, w["name"] + ".kir"), "--target", target,
+           "--wall-only", "--json", "--repeat", str(args.repeat), "--warmup", str(args.warmup),
+           "--input", "x=" + os.path.join(args.models, w["name"] + ".x.npy")]
+    if w["kind"] == "train":
+        cmd += ["--train", "--loss", "cross_entropy", "--optimizer", "adam"]
+    if graph:
+        cmd.append("--cuda-graph")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": (r.stderr or r.stdout).strip()}
+    j = json.loads(r.stdout)
+    return {"ms": j["run_wall_us"] / 1e3, "launches": j["measured_launches_per_run"],
+            "plan_launches": j["launches_per_run"]}
+
+
+# ---------------------------------------------------------------- PyTorch
+
+def torch_step(torch, w, model, data, device):
+    """One iteration: zero_grad / forward / cross_entropy / backward / Adam,
+    or a forward under inference_mode."""
+    x = data["x"].to(device)
+    if w["kind"] == "train":
+        y = data["y"].to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=w["lr"])
+        model.train()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        return step
+    model.eval()
+
+    def infer():
+        with torch.inference_mode():
+            model(x)
+
+    return infer
+
+
+def torch_time(torch, step, args):
+    for _ in range(args.warmup):
+        step()
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(args.repeat):
+            step()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / args.repeat
+    t = time.perf_counter()
+    for _ in range(args.repeat):
+        step()
+    return (time.perf_counter() - t) * 1e3 / args.repeat
+
+
+def torch_launches(torch, step, device):
+    """Kernels one iteration launches on the GPU (torch.profiler's CUDA
+    events: kernels, memcpy, memset), or ATen operator calls on the CPU."""
+    from torch.profiler import ProfilerActivity, profile
+    step()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    if device == "cuda":
+        from torch.autograd import DeviceType
+        return sum(1 for e in prof.events() if e.device_type == DeviceType.CUDA)
+    return sum(1 for e in prof.events() if e.name.startswith("aten::"))
+
+
+def torch_engine(torch, args, w, compiled):
+    import copy
+
+    from workloads import encoder_block, mlp
+    build = {"spiral_mlp_train": lambda: mlp([2, 64, 64, 3]), "mlp_train": lambda: mlp([784, 512, 512, 10]),
+             "transformer_infer": encoder_block}[w["name"]]
+    model = build()
+    model.load_state_dict(torch.load(os.path.join(args.models, w["name"] + ".state.pt")))
+    model = copy.deepcopy(model).to(args.device)
+    data = torch.load(os.path.join(args.models, w["name"] + ".data.pt"))
+    if compiled:
+        if not hasattr(torch, "compile"):
+            return {"error": "torch %s has no torch.compile" % torch.__version__}
+        model = torch.compile(model)
+    step = torch_step(torch, w, model, data, args.device)
+    ms = torch_time(torch, step, args)
+    return {"ms": ms, "launches": torch_launches(torch, step, args.device)}
+
+
+# ---------------------------------------------------------------- run
+
+def fmt(r, key="ms"):
+    if "error" in r:
+        return "-"
+    return "%.3f" % r[key] if key == "ms" else "%g" % r[key]
+
+
+def ratio(other, kf):
+    if "error" in other or "error" in kf:
+        return "-"
+    return "%.2fx" % (other["ms"] / kf["ms"])
+
+
+def machine(torch, device):
+    m = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+         "host": platform.node(), "torch": torch.__version__, "python": platform.python_version(),
+         "device": device}
+    if device == "cuda":
+        m["gpu"] = torch.cuda.get_device_name(0)
+    return m
+
+
+def run(args):
+    import torch
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("gpu_bench: torch sees no CUDA device (use --device cpu for a dry run)")
+    with open(os.path.join(args.models, "manifest.json")) as f:
+        manifest = json.load(f)
+    results = []
+    for w in manifest:
+        r = {"name": w["name"], "title": w["title"], "kind": w["kind"]}
+        r["kfuse"] = kfuse_time(args, w, graph=False)
+        if args.device == "cuda":
+            r["kfuse_graph"] = kfuse_time(args, w, graph=True)
+        r["eager"] = torch_engine(torch, args, w, compiled=False)
+        r["compile"] = torch_engine(torch, args, w, compiled=True) if args.device == "cuda" else {
+            "error": "torch.compile is timed on the GPU only"}
+        results.append(r)
+        print("gpu_bench: %s done" % w["name"], file=sys.stderr)
+    report = {"machine": machine(torch, args.device), "repeat": args.repeat, "warmup": args.warmup,
+              "results": results}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "gpu_bench.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    md = markdown(report)
+    with open(os.path.join(args.out, "gpu_bench.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+
+def markdown(report):
+    m = report["machine"]
+    lines = ["# kfuse vs PyTorch eager vs torch.compile (%s)" % m["device"], "",
+             "%s; %s; torch %s, Python %s; mean of %d iterations after %d warm-up." % (
+                 m["date"], m.get("gpu", "CPU dry run"), m["torch"], m["python"], report["repeat"],
+                 report["warmup"]), "",
+             "| workload | kfuse ms | kfuse + CUDA Graph ms | eager ms | torch.compile ms | eager / kfuse | "
+             "compile / kfuse | kfuse launches | eager kernels | compile kernels |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        g = r.get("kfuse_graph", {"error": "cpu"})
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["title"], fmt(r["kfuse"]), fmt(g), fmt(r["eager"]), fmt(r["compile"]), ratio(r["eager"], r["kfuse"]),
+            ratio(r["compile"], r["kfuse"]), fmt(r["kfuse"], "launches"), fmt(r["eager"], "launches"),
+            fmt(r["compile"], "launches")))
+    errors = [(r["name"], e, r[e]["error"]) for r in report["results"]
+              for e in ("kfuse", "kfuse_graph", "eager", "compile") if e in r and "error" in r[e]]
+    if errors:
+        lines += ["", "Not measured:"] + ["- %s, %s: %s" % e for e in errors]
+    lines.append("")
+    if m["device"] == "cpu":
+        lines.append("Launches on the CPU: kfuse's runtime count; PyTorch's ATen operator calls (all, nested "
+                     "included).")
+    else:
+        lines.append("Launches: kfuse's runtime count per step (one per CUDA Graph replay with the graph); "
+                     "PyTorch's CUDA events per step from torch.profiler (kernels, memcpy, memset).")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    args = parse_args()
+    sys.path.insert(0, HERE)
+    prepare(args) if args.stage == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    main()
