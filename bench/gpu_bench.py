@@ -99,31 +99,6 @@ def kfuse_time(args, w, graph):
 
 # ---------------------------------------------------------------- PyTorch
 
-def torch_step(torch, w, model, data, device):
-    """One iteration: zero_grad / forward / cross_entropy / backward / Adam,
-    or a forward under inference_mode."""
-    x = data["x"].to(device)
-    if w["kind"] == "train":
-        y = data["y"].to(device)
-        opt = torch.optim.Adam(model.parameters(), lr=w["lr"])
-        model.train()
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-
-        return step
-    model.eval()
-
-    def infer():
-        with torch.inference_mode():
-            model(x)
-
-    return infer
-
-
 def torch_time(torch, step, args):
     for _ in range(args.warmup):
         step()
@@ -161,7 +136,7 @@ def torch_launches(torch, step, device):
 def torch_engine(torch, args, w, compiled):
     import copy
 
-    from workloads import encoder_block, mlp
+    from workloads import encoder_block, iteration, mlp
     build = {"spiral_mlp_train": lambda: mlp([2, 64, 64, 3]), "mlp_train": lambda: mlp([784, 512, 512, 10]),
              "transformer_infer": encoder_block}[w["name"]]
     model = build()
@@ -172,7 +147,8 @@ def torch_engine(torch, args, w, compiled):
         if not hasattr(torch, "compile"):
             return {"error": "torch %s has no torch.compile" % torch.__version__}
         model = torch.compile(model)
-    step = torch_step(torch, w, model, data, args.device)
+    y = data["y"].to(args.device) if w["kind"] == "train" else None
+    step = iteration(model, w["kind"], data["x"].to(args.device), y, w["lr"])
     ms = torch_time(torch, step, args)
     return {"ms": ms, "launches": torch_launches(torch, step, args.device)}
 

@@ -65,7 +65,7 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import torch  # noqa: E402
 
-from workloads import export, make_workloads  # noqa: E402
+from workloads import export, iteration, make_workloads  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 torch.set_num_interop_threads(1)
@@ -102,30 +102,9 @@ class Kfuse:
 
 
 def torch_step(w):
-    """One iteration of the workload in PyTorch eager: a zero_grad / forward /
-    cross_entropy / backward / Adam step, or a forward under inference_mode."""
-    model, x = w["torch_model"], torch.from_numpy(w["x"])
-    if w["kind"] == "train":
-        y = torch.from_numpy(w["y"])
-        opt = torch.optim.Adam(model.parameters(), lr=w["lr"])  # foreach=None: the single-tensor loop on CPU
-        model.train()
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step
-
-    model.eval()
-
-    def infer():
-        with torch.inference_mode():
-            return model(x)
-
-    return infer
+    """One iteration of the workload in PyTorch eager (workloads.iteration)."""
+    y = torch.from_numpy(w["y"]) if w["kind"] == "train" else None
+    return iteration(w["torch_model"], w["kind"], torch.from_numpy(w["x"]), y, w.get("lr"))
 
 
 def ort_session(path):

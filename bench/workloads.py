@@ -86,3 +86,28 @@ def export(w, out):
         np.save(os.path.join(out, w["name"] + ".y.npy"), w["y"])
         line += " %s.y.npy %r" % (w["name"], w["lr"])
     return path, line
+
+
+def iteration(model, kind, x, y=None, lr=None):
+    """One iteration of a workload as a callable: a zero_grad / forward /
+    cross_entropy / backward / Adam step (kind "train"; Adam's defaults,
+    foreach=None: the single-tensor loop on the CPU), or a forward under
+    inference_mode."""
+    if kind == "train":
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        model.train()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        return step
+    model.eval()
+
+    def infer():
+        with torch.inference_mode():
+            model(x)
+
+    return infer
