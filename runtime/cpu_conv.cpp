@@ -73,6 +73,7 @@ struct Conv {
   // plane, copied a row of the output at a time (a memcpy at stride 1), with
   // the padding's zeros written around it.
   void im2colRows(const T* x, int64_t n, int64_t g, T* col) const {
+    if (c.strideH == 1 && c.strideW == 1 && c.wd == c.ow) return im2colPlanes(x, n, g, col);
     for (int64_t ch = 0; ch < cg; ++ch) {
       const T* plane = x + (n * c.c + g * cg + ch) * c.h * c.wd;
       for (int64_t ky = 0; ky < c.kh; ++ky)
@@ -93,6 +94,41 @@ struct Conv {
             else
               for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * c.strideW];
             std::fill(dst + hi, dst + c.ow, T(0));
+          }
+        }
+    }
+  }
+
+  // NCHW, stride 1, output rows as wide as input rows (a "same" 3x3
+  // convolution): for one (channel, tap), the col rows of consecutive output
+  // rows read consecutive input rows at the same shift, so the whole block
+  // is one copy of the plane, after which the columns that fell into the
+  // padding (and read a neighbouring row instead) are zeroed. A copy per
+  // output row, with a fill on either side, was most of a small CNN's
+  // im2col time.
+  void im2colPlanes(const T* x, int64_t n, int64_t g, T* col) const {
+    const int64_t planeSize = c.h * c.wd;
+    for (int64_t ch = 0; ch < cg; ++ch) {
+      const T* plane = x + (n * c.c + g * cg + ch) * planeSize;
+      for (int64_t ky = 0; ky < c.kh; ++ky)
+        for (int64_t kx = 0; kx < c.kw; ++kx) {
+          T* dst = col + row(ch, ky, kx) * pixels;
+          const int64_t dy = ky * c.dilH - c.padTop, off = kx * c.dilW - c.padLeft;
+          // Output rows [y0, y1) read input rows inside the image.
+          const int64_t y0 = std::clamp<int64_t>(-dy, 0, c.oh), y1 = std::clamp<int64_t>(c.h - dy, y0, c.oh);
+          std::fill(dst, dst + y0 * c.ow, T(0));
+          std::fill(dst + y1 * c.ow, dst + pixels, T(0));
+          if (y0 == y1) continue;
+          // Plane elements [a, b) land at dst + y0 * ow onwards; the ends
+          // that fall outside the plane are padding columns, zeroed below.
+          const int64_t a = (y0 + dy) * c.wd + off, b = (y1 - 1 + dy) * c.wd + off + c.ow;
+          const int64_t from = std::max<int64_t>(a, 0), to = std::min(b, planeSize);
+          if (from < to) std::memcpy(dst + y0 * c.ow + (from - a), plane + from, static_cast<size_t>(to - from) * sizeof(T));
+          auto [lo, hi] = validColumns(off);
+          for (int64_t oy = y0; oy < y1; ++oy) {
+            T* r = dst + oy * c.ow;
+            std::fill(r, r + lo, T(0));
+            std::fill(r + hi, r + c.ow, T(0));
           }
         }
     }
