@@ -35,6 +35,19 @@ void copySpan(const T* __restrict src, T* __restrict dst, int64_t n) {
   std::memcpy(dst + n - kChunk, src + n - kChunk, kChunk * sizeof(T));
 }
 
+// n copies of v, 16 at a time: std::fill compiled to one scalar store per
+// value for the baseline x86-64 the runtime is built for, and filling NCHW
+// outputs with their bias was a sixth of a small CNN's time.
+template <typename T>
+void fillWith(T* dst, int64_t n, T v) {
+  constexpr int64_t kChunk = 16;
+  T chunk[kChunk];
+  std::fill(chunk, chunk + kChunk, v);
+  int64_t i = 0;
+  for (; i + kChunk <= n; i += kChunk) std::memcpy(dst + i, chunk, sizeof chunk);
+  for (; i < n; ++i) dst[i] = v;
+}
+
 // One image, one group: the patch matrix whose column p (an output pixel)
 // holds the inputs its filter taps read, zero where they fall in padding.
 // Rows follow the filter's memory order: (c, ky, kx) for OIHW, (ky, kx, c)
@@ -124,12 +137,14 @@ struct Conv {
           const int64_t a = (y0 + dy) * c.wd + off, b = (y1 - 1 + dy) * c.wd + off + c.ow;
           const int64_t from = std::max<int64_t>(a, 0), to = std::min(b, planeSize);
           if (from < to) std::memcpy(dst + y0 * c.ow + (from - a), plane + from, static_cast<size_t>(to - from) * sizeof(T));
+          // Column by column: a fill per row of the one or two padding
+          // columns became a memset call per row.
           auto [lo, hi] = validColumns(off);
-          for (int64_t oy = y0; oy < y1; ++oy) {
-            T* r = dst + oy * c.ow;
-            std::fill(r, r + lo, T(0));
-            std::fill(r + hi, r + c.ow, T(0));
-          }
+          auto zeroColumn = [&](int64_t ox) {
+            for (int64_t oy = y0; oy < y1; ++oy) dst[oy * c.ow + ox] = T(0);
+          };
+          for (int64_t ox = 0; ox < lo; ++ox) zeroColumn(ox);
+          for (int64_t ox = hi; ox < c.ow; ++ox) zeroColumn(ox);
         }
     }
   }
@@ -222,7 +237,7 @@ struct Conv {
       return;
     }
     for (int64_t n = 0; n < c.n; ++n)
-      for (int64_t o = 0; o < c.o; ++o, y += pixels) std::fill(y, y + pixels, bias[o]);
+      for (int64_t o = 0; o < c.o; ++o, y += pixels) fillWith(y, pixels, bias[o]);
   }
 };
 
