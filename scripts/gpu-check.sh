@@ -22,9 +22,16 @@
 #   scripts/bundle-third-party.sh
 #   /usr/bin/python3 bench/gpu_bench.py prepare --kfuse build/bin/kfuse --out bench/gpu_models
 set -euo pipefail
+caller="$PWD"
 cd "$(dirname "$0")/.."
 
-results="${1:-bench/results/$(date -u +%Y%m%d-%H%M%S)}"
+# An absolute path from here on: a RESULTS_DIR given relative to where the
+# script was started, or the default under bench/results/.
+case "${1:-}" in
+  "") results="$PWD/bench/results/$(date -u +%Y%m%d-%H%M%S)" ;;
+  /*) results="$1" ;;
+  *) results="$caller/$1" ;;
+esac
 build=build-gpu
 mkdir -p "$results"
 
@@ -52,7 +59,7 @@ cmake --build "$build" --parallel "$(nproc)" --target nvrtc_compile_test cuda_co
 
 status=0
 ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -R '^(cuda|gpu)\.' \
-  --output-junit "$PWD/$results/ctest.xml" | tee "$results/ctest.log" || status=$?
+  --output-junit "$results/ctest.xml" | tee "$results/ctest.log" || status=$?
 
 passed=$(grep -c 'Passed' "$results/ctest.log" || true)
 failed=$(grep -cE '\*\*\*Failed|Exception|Timeout' "$results/ctest.log" || true)
