@@ -18,6 +18,10 @@ Two stages, because the GPU machines have no ONNX and no network:
     torch.profiler), and writes RESULTS/gpu_bench.json and gpu_bench.md.
     `--device cpu` runs the same against kfuse's cpu target and PyTorch on
     the CPU: a dry run of the whole script on a machine without a GPU.
+    It also reports the memory bandwidth a large fused elementwise kernel
+    (mul, add, relu over --bandwidth-batch x 2^20 floats) achieves: the
+    bytes `kfuse stats` says its plan moves over the kernel's own time
+    (`kfuse profile`, CUDA events), against --peak-gbs when given.
 
 Step times are means over --repeat iterations after --warmup (CUDA events
 for PyTorch on the GPU, wall clock otherwise; kfuse times whole runs, with
@@ -34,6 +38,17 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ("spiral_mlp_train", "mlp_train", "transformer_infer")
+# One fused kernel reading x and writing y: its batch is re-typed at run time
+# (--bandwidth-batch), so the file stays small.
+ELEMENTWISE_KIR = """module @elementwise {
+  func @main(%x: f32[4,1048576]) -> (f32[4,1048576]) {
+    %a = mul %x, %x : f32[4,1048576]
+    %b = add %a, %x : f32[4,1048576]
+    %y = relu %b : f32[4,1048576]
+    return %y
+  }
+}
+"""
 
 
 def parse_args():
@@ -50,6 +65,10 @@ def parse_args():
                      help="cuda (default), or cpu for a dry run against kfuse's cpu target")
     run.add_argument("--repeat", type=int, default=200, help="timed iterations per engine (default 200)")
     run.add_argument("--warmup", type=int, default=20, help="untimed iterations first (default 20)")
+    run.add_argument("--bandwidth-batch", type=int,
+                     help="rows of 2^20 floats for the bandwidth kernel (default 64 on cuda: 256 MB per tensor; "
+                          "2 on cpu)")
+    run.add_argument("--peak-gbs", type=float, help="the device's memory bandwidth in GB/s, for the percentage")
     return p.parse_args()
 
 
@@ -72,6 +91,8 @@ def prepare(args):
         torch.save(data, os.path.join(args.out, w["name"] + ".data.pt"))
         torch.save(w["model"].state_dict(), os.path.join(args.out, w["name"] + ".state.pt"))
         manifest.append({k: w[k] for k in ("name", "kind", "title")} | {"lr": w.get("lr")})
+    with open(os.path.join(args.out, "elementwise.kir"), "w") as f:
+        f.write(ELEMENTWISE_KIR)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print("gpu_bench: prepared %d workloads in %s" % (len(manifest), args.out))
@@ -95,6 +116,36 @@ def kfuse_time(args, w, graph):
     j = json.loads(r.stdout)
     return {"ms": j["run_wall_us"] / 1e3, "launches": j["measured_launches_per_run"],
             "plan_launches": j["launches_per_run"]}
+
+
+def kfuse_json(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError((r.stderr or r.stdout).strip())
+    return json.loads(r.stdout)
+
+
+def bandwidth(args):
+    """GB/s of the fused elementwise kernel: the bytes its plan moves (kfuse
+    stats) over the kernel's own mean time (kfuse profile)."""
+    target = "cuda" if args.device == "cuda" else "cpu"
+    batch = args.bandwidth_batch or (64 if args.device == "cuda" else 2)
+    model = os.path.join(args.models, "elementwise.kir")
+    common = [model, "--target", target, "--batch", str(batch), "--json"]
+    try:
+        stats = kfuse_json([args.kfuse, "stats"] + common)
+        prof = kfuse_json([args.kfuse, "profile"] + common + ["--repeat", str(args.repeat), "--warmup",
+                                                              str(args.warmup)])
+    except RuntimeError as e:
+        return {"error": str(e)}
+    (step,) = prof["steps"]
+    gbs = stats["fused"]["bytes_moved"] / (step["mean_us"] * 1e3)
+    out = {"kernel": step["name"], "floats": batch << 20, "bytes": stats["fused"]["bytes_moved"],
+           "kernel_us": step["mean_us"], "gbs": gbs}
+    if args.peak_gbs:
+        out["peak_gbs"] = args.peak_gbs
+        out["percent_of_peak"] = 100 * gbs / args.peak_gbs
+    return out
 
 
 # ---------------------------------------------------------------- PyTorch
@@ -194,7 +245,7 @@ def run(args):
         results.append(r)
         print("gpu_bench: %s done" % w["name"], file=sys.stderr)
     report = {"machine": machine(torch, args.device), "repeat": args.repeat, "warmup": args.warmup,
-              "results": results}
+              "results": results, "bandwidth": bandwidth(args)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "gpu_bench.json"), "w") as f:
         json.dump(report, f, indent=1)
@@ -219,6 +270,13 @@ def markdown(report):
             r["title"], fmt(r["kfuse"]), fmt(g), fmt(r["eager"]), fmt(r["compile"]), ratio(r["eager"], r["kfuse"]),
             ratio(r["compile"], r["kfuse"]), fmt(r["kfuse"], "launches"), fmt(r["eager"], "launches"),
             fmt(r["compile"], "launches")))
+    b = report["bandwidth"]
+    if "error" in b:
+        lines += ["", "Bandwidth kernel: not measured: %s" % b["error"]]
+    else:
+        peak = " (%.0f%% of %g GB/s)" % (b["percent_of_peak"], b["peak_gbs"]) if "peak_gbs" in b else ""
+        lines += ["", "Bandwidth: `%s` over %d floats moves %.1f MB in %.1f us: %.1f GB/s%s." % (
+            b["kernel"], b["floats"], b["bytes"] / 1e6, b["kernel_us"], b["gbs"], peak)]
     errors = [(r["name"], e, r[e]["error"]) for r in report["results"]
               for e in ("kfuse", "kfuse_graph", "eager", "compile") if e in r and "error" in r[e]]
     if errors:

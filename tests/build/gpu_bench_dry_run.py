@@ -2,7 +2,8 @@
 this build's kfuse (ONNX export, kfuse import), then time them with
 `run --device cpu` for a few iterations, and check what the GPU machines'
 run will report: every engine measured, kfuse's counted launches per step
-equal to its plan's, the JSON and the Markdown table written.
+equal to its plan's, the bandwidth kernel's bytes (read x, write y) and
+GB/s, the JSON and the Markdown table written.
 
   gpu_bench_dry_run.py SOURCE_DIR KFUSE SCRATCH_DIR
 """
@@ -35,6 +36,9 @@ for r in report["results"]:
     if "error" not in k and k["launches"] != k["plan_launches"]:
         problems.append("%s: kfuse counted %s launches per step, its plan has %s" % (
             r["name"], k["launches"], k["plan_launches"]))
+b = report["bandwidth"]
+if "error" in b or not b["gbs"] > 0 or b["bytes"] != 2 * 4 * b["floats"]:
+    problems.append("bandwidth: %s" % b)
 with open(os.path.join(scratch, "results", "gpu_bench.md")) as f:
     table = f.read()
 if table.count("\n| ") != 4:  # header and three workloads
