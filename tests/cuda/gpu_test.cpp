@@ -4,13 +4,18 @@
 //     interpreter (every fused kernel, GEMM and reference step of it);
 //   - spiral MLP training, step by step, against the cpu target (1e-4 rel);
 //   - a CUDA Graph replay gives the same bits as the plain launches;
-//   - the launches counted equal the program's device launches per run;
+//   - the launches counted equal the program's device launches per run,
+//     and the kernels CUPTI's activity API sees the GPU run in one step;
 //   - the device allocates the predicted peak of `kfuse memory`, exactly;
 //   - profiling (kfuse profile) times every step with CUDA events and
 //     changes neither results nor launches; it refuses a CUDA Graph.
 #include <gtest/gtest.h>
 
+#include <cupti.h>
+
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 #include "codegen/backend.h"
 #include "codegen/cuda/executor.h"
@@ -128,6 +133,45 @@ TEST(GpuLaunches, CountedOncePerDeviceLaunch) {
   ASSERT_TRUE(exec->run(*model->function, args));
   ASSERT_TRUE(exec->run(*model->function, args));
   EXPECT_EQ(exec->launches(), 2 * perRun);
+}
+
+// CUPTI's activity records of the kernels the GPU ran (its buffers are
+// handed over from CUPTI's own thread, hence the atomic count).
+std::atomic<size_t> cuptiKernels{0};
+
+void CUPTIAPI cuptiBufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
+  *size = size_t{1} << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *maxRecords = 0;
+}
+
+void CUPTIAPI cuptiBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ++cuptiKernels;
+  std::free(buffer);
+}
+
+// The launches kfuse counts for one training step are the kernels the GPU
+// ran in it, as CUPTI observes them (a cuBLASLt matmul that launched two
+// kernels, or a launch kfuse forgot to count, would show here). The first
+// step compiles and uploads; the second is the one observed.
+TEST(GpuLaunches, CuptiSeesTheLaunchesKfuseCounts) {
+  KF_REQUIRE_GPU();
+  auto model = test::buildSuiteModel("spiral_mlp_train", "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  auto exec = cuda::createCudaExecutor();
+  std::vector<Tensor> args = argsOf(*model);
+  ASSERT_TRUE(exec->run(*model->function, args));
+  ASSERT_EQ(cuptiActivityRegisterCallbacks(cuptiBufferRequested, cuptiBufferCompleted), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  cuptiKernels = 0;
+  uint64_t before = exec->launches();
+  ASSERT_TRUE(exec->run(*model->function, args));  // ends with the outputs copied back: the GPU is done
+  ASSERT_EQ(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+  EXPECT_EQ(cuptiKernels.load(), exec->launches() - before);
+  EXPECT_LE(exec->launches() - before, 10u);  // issue 7's target for the spiral step
 }
 
 TEST(GpuProfile, OnePositiveTimePerStepOfEveryRun) {
