@@ -84,7 +84,8 @@ def prepare(args):
             continue
         onnx_path, _ = export(w, args.out)
         kir = os.path.join(args.out, w["name"] + ".kir")
-        subprocess.run([args.kfuse, "import", onnx_path, "-o", kir], check=True)
+        if subprocess.run([args.kfuse, "import", onnx_path, "-o", kir]).returncode != 0:
+            sys.exit("gpu_bench: error: kfuse import %s failed (above)" % onnx_path)
         data = {"x": torch.from_numpy(w["x"])}
         if w["kind"] == "train":
             data["y"] = torch.from_numpy(w["y"])
@@ -291,8 +292,17 @@ def markdown(report):
     return "\n".join(lines) + "\n"
 
 
+def check_inputs(args):
+    """Bad paths stop here with one line, not a traceback halfway through."""
+    if not (os.path.isfile(args.kfuse) and os.access(args.kfuse, os.X_OK)):
+        sys.exit("gpu_bench: error: --kfuse %s is not an executable file" % args.kfuse)
+    if args.stage == "run" and not os.path.isfile(os.path.join(args.models, "manifest.json")):
+        sys.exit("gpu_bench: error: %s has no manifest.json (run `gpu_bench.py prepare` first)" % args.models)
+
+
 def main():
     args = parse_args()
+    check_inputs(args)
     sys.path.insert(0, HERE)
     prepare(args) if args.stage == "prepare" else run(args)
 

@@ -39,6 +39,14 @@ for r in report["results"]:
 b = report["bandwidth"]
 if "error" in b or not b["gbs"] > 0 or b["bytes"] != 2 * 4 * b["floats"]:
     problems.append("bandwidth: %s" % b)
+# Bad paths: one line naming them, exit status 1.
+for argv, want in (
+        (["run", "--kfuse", kfuse, "--models", os.path.join(scratch, "nowhere"), "--out", scratch],
+         "has no manifest.json (run `gpu_bench.py prepare` first)"),
+        (["prepare", "--kfuse", os.path.join(scratch, "no-kfuse"), "--out", scratch], "is not an executable file")):
+    r = subprocess.run([sys.executable, bench] + argv, capture_output=True, text=True)
+    if r.returncode != 1 or want not in r.stderr or "Traceback" in r.stderr:
+        problems.append("%s: exit %d, %r" % (argv[0], r.returncode, r.stderr))
 with open(os.path.join(scratch, "results", "gpu_bench.md")) as f:
     table = f.read()
 if table.count("\n| ") != 4:  # header and three workloads
