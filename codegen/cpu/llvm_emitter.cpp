@@ -60,8 +60,8 @@ Value* combine(llvm::IRBuilderBase& b, Combiner c, DType t, Value* acc, Value* v
 // instead of running the whole row, and everything computed for it
 // (softmax's exponentials), one element at a time. The order is fixed by the
 // compiled code, so a kernel gives the same bits on every run; it differs
-// from the interpreter's left-to-right order by rounding (docs/cpu.md gives
-// the bound the tests use). Column sums need no such licence (column order).
+// from the interpreter's left-to-right order by rounding, within the
+// tests' reduction bounds (docs/fusion.md). Column sums need no such licence (column order).
 Value* reassociable(Value* v) {
   if (auto* op = llvm::dyn_cast<llvm::BinaryOperator>(v); op && op->getOpcode() == llvm::Instruction::FAdd)
     op->setHasAllowReassoc(true);
@@ -142,7 +142,8 @@ class KernelEmitter {
   void emitStores(Site& site, StoreScope scope);
   void foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v);
   llvm::AllocaInst* slot(DType t, const char* name);
-  llvm::AllocaInst* slot(llvm::Type* t, const char* name);
+  // `count` > 1: an array of that many.
+  llvm::AllocaInst* slot(llvm::Type* t, const char* name, int64_t count = 1);
 
   const Kernel& k_;
   kernel::KernelSpaces loops_;
@@ -287,10 +288,10 @@ void KernelEmitter::hoistInvariantLoads() {
 // Allocas go to the top of the entry block, where mem2reg promotes them.
 llvm::AllocaInst* KernelEmitter::slot(DType t, const char* name) { return slot(computeTypeOf(ctx_, t), name); }
 
-llvm::AllocaInst* KernelEmitter::slot(llvm::Type* t, const char* name) {
+llvm::AllocaInst* KernelEmitter::slot(llvm::Type* t, const char* name, int64_t count) {
   llvm::BasicBlock& entry = fn_->getEntryBlock();
   entry_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
-  return entry_.CreateAlloca(t, nullptr, name);
+  return entry_.CreateAlloca(t, count > 1 ? b_.getInt64(static_cast<uint64_t>(count)) : nullptr, name);
 }
 
 Point KernelEmitter::origin() {
@@ -450,10 +451,7 @@ void KernelEmitter::emitColumnOrder() {
   std::vector<DType> types;
   for (const kernel::Reduction& red : k_.reductions) {
     types.push_back(accumulatorType(red.combiner, red.value->type));
-    llvm::BasicBlock& entry = fn_->getEntryBlock();
-    entry_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
-    columns_.push_back(entry_.CreateAlloca(computeTypeOf(ctx_, types.back()),
-                                           b_.getInt64(static_cast<uint64_t>(outer.points)), "column"));
+    columns_.push_back(slot(computeTypeOf(ctx_, types.back()), "column", outer.points));
   }
   auto column = [&](size_t r, const Point& p) {
     return b_.CreateInBoundsGEP(columns_[r]->getAllocatedType(), columns_[r], p.offsets.back());
@@ -490,12 +488,13 @@ void KernelEmitter::emitColumnOrder() {
 void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p) {
   std::vector<llvm::AllocaInst*> slots;
   std::vector<DType> types;
+  std::vector<bool> keyed;  // onKeys: the slot holds an integer key
   for (size_t r = first; r < last; ++r) {
     const kernel::Reduction& red = k_.reductions[r];
     types.push_back(accumulatorType(red.combiner, red.value->type));
-    bool keys = onKeys(red.combiner, types.back());
+    keyed.push_back(onKeys(red.combiner, types.back()));
     Value* init = initialValue(b_, red.combiner, types.back());
-    if (keys) init = toKey(b_, red.combiner, init);
+    if (keyed.back()) init = toKey(b_, red.combiner, init);
     slots.push_back(slot(init->getType(), "acc"));
     b_.CreateStore(init, slots.back());
   }
@@ -507,8 +506,8 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
         size_t i = r - first;
         Value* v = emitConvert(b_, site.eval(red.value), red.value->type, types[i]);
         Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i]);
-        Value* next = onKeys(red.combiner, types[i]) ? combineKeys(b_, red.combiner, acc, toKey(b_, red.combiner, v))
-                                                     : reassociable(combine(b_, red.combiner, types[i], acc, v));
+        Value* next = keyed[i] ? combineKeys(b_, red.combiner, acc, toKey(b_, red.combiner, v))
+                               : reassociable(combine(b_, red.combiner, types[i], acc, v));
         b_.CreateStore(next, slots[i]);
       }
     }, loops_.reduce.dims.size());
@@ -516,9 +515,7 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
   for (size_t r = first; r < last; ++r) {
     size_t i = r - first;
     Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i], "acc");
-    accs_[r] = onKeys(k_.reductions[r].combiner, types[i])
-                   ? fromKey(b_, acc, computeTypeOf(b_.getContext(), types[i]))
-                   : acc;
+    accs_[r] = keyed[i] ? fromKey(b_, acc, computeTypeOf(ctx_, types[i])) : acc;
   }
 }
 

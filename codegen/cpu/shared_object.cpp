@@ -2,6 +2,7 @@
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Host.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/Program.h>
 
@@ -50,7 +51,7 @@ Expected<std::string> linkSharedObject(std::span<const std::string> objects) {
     KF_RETURN_IF_ERROR(writeFileAtomically(path, objects[i]));
     args.push_back(path);
   }
-  if (usesVectorMath(llvm::Triple(CpuTarget::host().triple))) args.push_back("-lmvec");
+  if (usesVectorMath(llvm::Triple(llvm::sys::getProcessTriple()))) args.push_back("-lmvec");
   args.push_back("-lm");
   std::string log = dir.path + "/link.log";
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
