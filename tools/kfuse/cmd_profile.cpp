@@ -13,12 +13,10 @@
 
 #include "codegen/backend.h"
 #include "ir/npy.h"
-#include "ir/specialize.h"
 #include "ir/support/strings.h"
 #include "runtime/trainer.h"
 #include "tools/common/tensor_args.h"
 #include "tools/kfuse/commands.h"
-#include "tools/kfuse/model_loader.h"
 #include "tools/kfuse/plan_args.h"
 
 namespace kfuse::cli {
@@ -107,18 +105,10 @@ class TrainingRun : public Profiled {
   Tensor labels_;
 };
 
-// The model with its first function re-typed for --batch.
-Expected<std::unique_ptr<Module>> loadForProfile(const ProfileArgs& a) {
-  KF_ASSIGN_OR_RETURN(auto model, loadModel(a.model));
-  if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
-  if (a.batch > 0) KF_RETURN_IF_ERROR(specializeBatch(*model->functions().front(), a.batch));
-  return model;
-}
-
 Expected<std::unique_ptr<Profiled>> prepareInference(const ProfileArgs& a, const ExecutionOptions& exec) {
   KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, true, a.layout));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, createExecutor(a.target, exec));
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadForProfile(a));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadPlanModel(a.model, a.batch));
   std::mt19937_64 rng(0);
   KF_ASSIGN_OR_RETURN(std::vector<Tensor> args, forwardInputs(a, *model->functions().front(), rng));
   KF_RETURN_IF_ERROR(prepareModule(*model, backend));
@@ -128,14 +118,10 @@ Expected<std::unique_ptr<Profiled>> prepareInference(const ProfileArgs& a, const
 // Labels for the training step: class indices below the forward's last
 // dimension (cross entropy), or values of the output's type (mse).
 Expected<std::unique_ptr<Profiled>> prepareTraining(const ProfileArgs& a, const ExecutionOptions& exec) {
-  TrainerOptions o;
-  o.target = a.target;
-  o.layout = a.layout;
+  KF_ASSIGN_OR_RETURN(TrainerOptions o, trainerOptionsOf(a));
   o.execution = exec;
   o.stopOnNonFinite = false;  // random data: a diverging loss is no reason to stop timing
-  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
-  KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadForProfile(a));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadPlanModel(a.model, a.batch));
   std::mt19937_64 rng(0);
   KF_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, forwardInputs(a, *model->functions().front(), rng));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::create(std::move(model), o));

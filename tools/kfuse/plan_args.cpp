@@ -20,11 +20,25 @@ void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& wha
   cmd->add_flag("--json", a.json, "Print JSON instead of a table");
 }
 
+Expected<std::unique_ptr<Module>> loadPlanModel(const std::string& path, int64_t batch) {
+  KF_ASSIGN_OR_RETURN(auto model, loadModel(path));
+  if (model->functions().empty()) return Error(str("'", path, "' defines no function"));
+  if (batch > 0) KF_RETURN_IF_ERROR(specializeBatch(*model->functions().front(), batch));
+  return model;
+}
+
+Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a) {
+  TrainerOptions o;
+  o.target = a.target;
+  o.layout = a.layout;
+  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
+  KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
+  return o;
+}
+
 Expected<CompiledPlan> compileModelPlan(const PlanModelArgs& a, int64_t batch, bool fuse) {
-  KF_ASSIGN_OR_RETURN(auto model, loadModel(a.model));
-  if (model->functions().empty()) return Error(str("'", a.model, "' defines no function"));
+  KF_ASSIGN_OR_RETURN(auto model, loadPlanModel(a.model, batch));
   Graph& forward = *model->functions().front();
-  if (batch > 0) KF_RETURN_IF_ERROR(specializeBatch(forward, batch));
   PlanOptions po;
   po.inplace = !a.noInplace;
   CompiledPlan out;
@@ -39,12 +53,8 @@ Expected<CompiledPlan> compileModelPlan(const PlanModelArgs& a, int64_t batch, b
     trainable(*model);
     return out;
   }
-  TrainerOptions o;
-  o.target = a.target;
+  KF_ASSIGN_OR_RETURN(TrainerOptions o, trainerOptionsOf(a));
   o.fuse = fuse;
-  o.layout = a.layout;
-  KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
-  KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
   KF_ASSIGN_OR_RETURN(auto trainer, Trainer::create(std::move(model), o));
   if (a.target == "interpreter") return Error(str("target '", a.target, "' runs no plan (use cpu)"));
   // Planned directly: the executor would also compile the kernels.

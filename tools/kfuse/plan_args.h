@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/plan.h"
+#include "runtime/trainer.h"
 
 namespace kfuse::cli {
 
@@ -20,6 +21,14 @@ struct PlanModelArgs {
 // Registers model, --train, --loss, --optimizer, --target, --no-inplace and
 // --json on `cmd`; `what` completes "--target: Target whose plan is ...".
 void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& what);
+
+// The model at `path`, its first function (the forward) re-typed for `batch`
+// when that is > 0.
+Expected<std::unique_ptr<Module>> loadPlanModel(const std::string& path, int64_t batch);
+
+// The Trainer options of a training step as `a` describes it: target, layout,
+// loss and optimizer (parsed; an error names a bad one).
+Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a);
 
 struct CompiledPlan {
   Plan plan;
