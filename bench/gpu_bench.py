@@ -101,24 +101,6 @@ def prepare(args):
 
 # ---------------------------------------------------------------- kfuse
 
-def kfuse_time(args, w, graph):
-    """kfuse profile --wall-only: mean ms per run and launches per run."""
-    target = "cuda" if args.device == "cuda" else "cpu"
-    cmd = [args.kfuse, "profile", os.path.join(args.models, w["name"] + ".kir"), "--target", target,
-           "--wall-only", "--json", "--repeat", str(args.repeat), "--warmup", str(args.warmup),
-           "--input", "x=" + os.path.join(args.models, w["name"] + ".x.npy")]
-    if w["kind"] == "train":
-        cmd += ["--train", "--loss", "cross_entropy", "--optimizer", "adam"]
-    if graph:
-        cmd.append("--cuda-graph")
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"error": (r.stderr or r.stdout).strip()}
-    j = json.loads(r.stdout)
-    return {"ms": j["run_wall_us"] / 1e3, "launches": j["measured_launches_per_run"],
-            "plan_launches": j["launches_per_run"]}
-
-
 def kfuse_json(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -126,10 +108,28 @@ def kfuse_json(cmd):
     return json.loads(r.stdout)
 
 
+def kfuse_time(args, w, graph):
+    """kfuse profile --wall-only: mean ms per run and launches per run."""
+    target = args.device  # kfuse's target of the same name
+    cmd = [args.kfuse, "profile", os.path.join(args.models, w["name"] + ".kir"), "--target", target,
+           "--wall-only", "--json", "--repeat", str(args.repeat), "--warmup", str(args.warmup),
+           "--input", "x=" + os.path.join(args.models, w["name"] + ".x.npy")]
+    if w["kind"] == "train":
+        cmd += ["--train", "--loss", "cross_entropy", "--optimizer", "adam"]
+    if graph:
+        cmd.append("--cuda-graph")
+    try:
+        j = kfuse_json(cmd)
+    except RuntimeError as e:
+        return {"error": str(e)}
+    return {"ms": j["run_wall_us"] / 1e3, "launches": j["measured_launches_per_run"],
+            "plan_launches": j["launches_per_run"]}
+
+
 def bandwidth(args):
     """GB/s of the fused elementwise kernel: the bytes its plan moves (kfuse
     stats) over the kernel's own mean time (kfuse profile)."""
-    target = "cuda" if args.device == "cuda" else "cpu"
+    target = args.device  # kfuse's target of the same name
     batch = args.bandwidth_batch or (64 if args.device == "cuda" else 2)
     model = os.path.join(args.models, "elementwise.kir")
     common = [model, "--target", target, "--batch", str(batch), "--json"]
