@@ -1,6 +1,7 @@
-// The options of the commands that compile a model's plan without running it
-// (kfuse stats, kfuse memory): the model, inference or a training step (loss,
-// optimizer), the target, in-place rewriting; and the compilation itself.
+// The options of the commands that compile a model's plan to count or
+// measure it (kfuse stats, kfuse memory, kfuse profile): the model, inference
+// or a training step (loss, optimizer), the target, in-place rewriting; and
+// the loading and compilation they share.
 #pragma once
 
 #include <CLI/CLI.hpp>
