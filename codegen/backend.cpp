@@ -80,7 +80,7 @@ class CpuExecutor : public Executor {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
     KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace}));
-    KF_ASSIGN_OR_RETURN(std::vector<KernelFn> compiled, compile(plan));
+    KF_ASSIGN_OR_RETURN(CpuFunctions compiled, compile(plan));
     CpuRunnerOptions ro;
     ro.poison = opts_.poison;
     ro.profile = opts_.profile;
@@ -89,19 +89,26 @@ class CpuExecutor : public Executor {
   }
 
 #if KFUSE_HAS_LLVM_JIT
-  // All of a plan's kernels in one LLVM module, compiled once.
-  Expected<std::vector<KernelFn>> compile(const Plan& plan) {
-    if (plan.kernels.empty()) return std::vector<KernelFn>{};
+  // All of a plan's kernels and direct convolutions in one LLVM module,
+  // compiled once.
+  Expected<CpuFunctions> compile(const Plan& plan) {
+    KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(cpu::CpuTarget::host()));
+    std::vector<size_t> steps = cpu::directConvSteps(plan, tiling);
+    std::vector<cpu::DirectConv> convs;
+    for (size_t s : steps) convs.push_back({str("conv_step", s), plan.steps[s].conv, tiling});
+    if (plan.kernels.empty() && convs.empty()) return CpuFunctions{};
     if (!jit_) {
       KF_ASSIGN_OR_RETURN(jit_, cpu::CpuJit::create());
     }
-    KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, jit_->compile(plan.kernels));
-    return std::move(compiled.functions);
+    KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, jit_->compile(cpu::CodeBatch{plan.kernels, convs}));
+    CpuFunctions code{std::move(compiled.functions), std::vector<KernelFn>(plan.steps.size(), nullptr)};
+    for (size_t i = 0; i < steps.size(); ++i) code.convs[steps[i]] = compiled.convs[i];
+    return code;
   }
   std::unique_ptr<cpu::CpuJit> jit_;
 #else
   // Without LLVM the kernel interpreter runs every kernel.
-  Expected<std::vector<KernelFn>> compile(const Plan&) { return std::vector<KernelFn>{}; }
+  Expected<CpuFunctions> compile(const Plan&) { return CpuFunctions{}; }
 #endif
 
   ExecutionOptions opts_;
@@ -121,9 +128,22 @@ std::string defaultTarget() { return "cpu"; }
 
 namespace {
 
+// The kernels, then how the host runs each convolution.
 Expected<std::string> kernelIR(const Plan& plan) {
   std::string out;
   for (const kernel::Kernel& k : plan.kernels) out += kernel::printKernel(k) + "\n";
+#if KFUSE_HAS_LLVM_JIT
+  KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(cpu::CpuTarget::host()));
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    if (step.kind != StepKind::Conv) continue;
+    DType dt = plan.buffers[static_cast<size_t>(step.conv.y)].type.dtype;
+    out += str("conv step ", s, " (", step.name, "): ",
+               cpu::directConvFits(step.conv, dt, tiling) ? cpu::describeDirectConv(step.conv, tiling)
+                                                          : std::string("im2col + GEMM"),
+               "\n");
+  }
+#endif
   return out;
 }
 

@@ -66,33 +66,43 @@ class Progress {
 };
 
 #if KFUSE_HAS_LLVM_JIT
-// Every kernel of every plan, named by kernelSymbol, in chunks compiled in
-// parallel (one LLVM module each), linked into one shared object.
-Status compileCpu(const std::vector<PackageFunction>& fns, const PackageCompileOptions& o, PackageContents& out,
+// Every kernel and direct convolution of every plan, named by kernelSymbol
+// and convSymbol, in units compiled in parallel (one LLVM module each),
+// linked into one shared object.
+Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, PackageContents& out,
                   CompiledPackage& stats) {
   cpu::CpuTarget target = cpu::CpuTarget::host();
   if (!o.cpu.empty()) {
     KF_ASSIGN_OR_RETURN(target, cpu::CpuTarget::named(o.cpu));
   }
   KF_ASSIGN_OR_RETURN(out.meta.cpuFeatures, cpu::enabledFeatures(target));
+  KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(target));
   out.meta.cpuTriple = target.triple;
   out.meta.cpuName = target.cpu;
   std::vector<kernel::Kernel> kernels;
-  for (size_t f = 0; f < fns.size(); ++f)
-    for (size_t k = 0; k < fns[f].plan->kernels.size(); ++k) {
-      kernels.push_back(fns[f].plan->kernels[k]);
+  std::vector<cpu::DirectConv> convs;
+  for (size_t f = 0; f < fns.size(); ++f) {
+    const Plan& plan = *fns[f].plan;
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      kernels.push_back(plan.kernels[k]);
       kernels.back().name = packageKernelName(f, k);
     }
-  // Chunks of a few kernels each: enough to keep every thread busy, few
-  // enough that each LLVM module is worth its fixed cost.
+    fns[f].directConvs = cpu::directConvSteps(plan, tiling);
+    for (size_t s : fns[f].directConvs) convs.push_back({packageConvName(f, s), plan.steps[s].conv, tiling});
+  }
+  // Units of a few functions each: enough to keep every thread busy, few
+  // enough that each LLVM module is worth its fixed cost. Convolutions, far
+  // larger once generated, go one per unit.
   size_t threads = threadCount(o.threads);
   size_t chunks = std::clamp<size_t>((kernels.size() + 3) / 4, 1, 4 * threads);
-  std::vector<std::span<const kernel::Kernel>> parts;
+  std::vector<cpu::CodeBatch> parts;
   for (size_t c = 0, begin = 0; c < chunks; ++c) {
     size_t end = kernels.size() * (c + 1) / chunks;
-    parts.emplace_back(kernels.data() + begin, end - begin);
+    if (end > begin) parts.push_back({std::span<const kernel::Kernel>(kernels.data() + begin, end - begin), {}});
     begin = end;
   }
+  for (const cpu::DirectConv& c : convs) parts.push_back({{}, std::span<const cpu::DirectConv>(&c, 1)});
+  if (parts.empty()) parts.push_back({});
   std::vector<Expected<cpu::ObjectCode>> objects(parts.size(), Error("not compiled"));
   Progress progress(o, parts.size());
   cpu::CompileOptions co;
@@ -101,7 +111,9 @@ Status compileCpu(const std::vector<PackageFunction>& fns, const PackageCompileO
   auto work = [&] {
     for (size_t i; (i = next++) < parts.size();) {
       objects[i] = cpu::emitObject(parts[i], target, co);
-      progress.done(str("LLVM module ", i + 1, " (", parts[i].size(), " kernels)"));
+      progress.done(parts[i].convs.empty()
+                        ? str("LLVM module ", i + 1, " (", parts[i].kernels.size(), " kernels)")
+                        : str("LLVM module ", i + 1, " (direct convolution @", parts[i].convs[0].name, ")"));
     }
   };
   std::vector<std::thread> pool;
@@ -115,6 +127,7 @@ Status compileCpu(const std::vector<PackageFunction>& fns, const PackageCompileO
   }
   KF_ASSIGN_OR_RETURN(out.cpuSharedObject, cpu::linkSharedObject(bytes));
   stats.kernels = kernels.size();
+  stats.directConvs = convs.size();
   stats.units = parts.size();
   return Status::ok();
 }

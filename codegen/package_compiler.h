@@ -4,8 +4,9 @@
 // Inference packages hold every function of the module; training packages
 // the forward and @train_step (runtime/trainer.h builds it, as `kfuse
 // train` does). Each function is planned as the executors plan it; then a
-// cpu package's kernels are compiled in parallel chunks (one LLVM module and
-// object file each) and linked into one shared object, a cuda package's by
+// cpu package's kernels and direct convolutions are compiled in parallel
+// chunks (one LLVM module and object file each) and linked into one shared
+// object, a cuda package's by
 // NVRTC into CUBIN and PTX.
 #pragma once
 
@@ -47,6 +48,7 @@ struct CompiledPackage {
   std::string bytes;       // the package file
   size_t functions = 0;
   size_t kernels = 0;      // generated kernels over all plans
+  size_t directConvs = 0;  // cpu: convolutions generated as direct convolutions
   size_t units = 0;        // compilation units (LLVM modules or NVRTC programs)
   size_t launches = 0;     // per run of every function, summed
 };

@@ -26,9 +26,10 @@ struct CpuRunner::Frame {
   std::vector<std::byte*> ptr;
 };
 
-CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels, CpuRunnerOptions opts)
-    : plan_(std::move(plan)), kernels_(std::move(kernels)), opts_(opts) {
+CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRunnerOptions opts)
+    : plan_(std::move(plan)), kernels_(std::move(code.kernels)), convs_(std::move(code.convs)), opts_(opts) {
   kernels_.resize(plan_->kernels.size(), nullptr);
+  convs_.resize(plan_->steps.size(), nullptr);
   const Plan& p = *plan_;
   uploaded_.resize(p.buffers.size());
   writtenInPlace_.assign(p.buffers.size(), false);
@@ -277,7 +278,8 @@ Status CpuRunner::runStep(const Step& s, Frame& f) {
       return Status::ok();
     case StepKind::Gemm:
     case StepKind::Conv:
-      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(s.gemm, f) : runConv(s.conv, f));
+      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(s.gemm, f)
+                                                  : runConv(s.conv, convs_[static_cast<size_t>(&s - plan_->steps.data())], f));
       if (!s.kernels.empty()) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
       return Status::ok();
     case StepKind::Reference: return runReference(s, f);
@@ -382,11 +384,20 @@ Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
   return Status::ok();
 }
 
-Status CpuRunner::runConv(const ConvSpec& c, Frame& f) {
-  KF_ASSIGN_OR_RETURN(const Blas* blas, openBlas());
+Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct, Frame& f) {
   DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
+  if (direct && dt != DType::F32 && !isHalf(dt))
+    return Error(str("a direct convolution was compiled for a convolution of ", dtypeName(dt), " (f32 only)"));
+  const Blas* blas = nullptr;
+  if (!direct) {
+    KF_ASSIGN_OR_RETURN(blas, openBlas());
+  }
   auto conv = [&](DType as, const Pointers& ptr) {
     auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
+    if (direct) {
+      void* args[] = {at(c.x), at(c.w), at(c.bias), at(c.y)};
+      return direct(args);
+    }
     runConv2d(*blas, c, as, at(c.x), at(c.w), at(c.bias), at(c.y), at(c.workspace));
   };
   if (isHalf(dt)) {

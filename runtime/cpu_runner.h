@@ -15,6 +15,15 @@ namespace kfuse {
 // The ABI of a compiled kernel: one pointer per kernel buffer, in order.
 using KernelFn = void (*)(void** buffers);
 
+// A plan's compiled code. kernels[i] runs plan.kernels[i]; convs[s], when
+// there is one, runs Conv step s as a generated direct convolution with
+// buffers {x, w, bias, y} (codegen/cpu/conv_emitter.h). Missing or null
+// entries fall back to the kernel interpreter and to im2col + GEMM.
+struct CpuFunctions {
+  std::vector<KernelFn> kernels;
+  std::vector<KernelFn> convs;
+};
+
 struct CpuRunnerOptions {
   // Debug: fill the arena with 0xFF bytes (NaN in every float type) before
   // each run, and each buffer with NaN (float dtypes) or 0xAB bytes (others)
@@ -53,9 +62,7 @@ struct RunOptions {
 // until syncState().
 class CpuRunner {
  public:
-  // `kernels[i]` runs plan->kernels[i]; empty or null entries use the kernel
-  // interpreter.
-  CpuRunner(std::shared_ptr<const Plan> plan, std::vector<KernelFn> kernels = {}, CpuRunnerOptions opts = {});
+  CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code = {}, CpuRunnerOptions opts = {});
   ~CpuRunner();
 
   // Runs the plan with the module's parameters; returns outputs and the new
@@ -92,7 +99,7 @@ class CpuRunner {
   Status runStep(const Step& s, Frame& f);
   Status runKernel(int kernel, const std::vector<int>& buffers, Frame& f);
   Status runGemm(const GemmSpec& g, Frame& f);
-  Status runConv(const ConvSpec& c, Frame& f);
+  Status runConv(const ConvSpec& c, KernelFn direct, Frame& f);
   Status runReference(const Step& s, Frame& f);
 
   Status allocate();
@@ -102,6 +109,7 @@ class CpuRunner {
 
   std::shared_ptr<const Plan> plan_;
   std::vector<KernelFn> kernels_;
+  std::vector<KernelFn> convs_;  // per step
   CpuRunnerOptions opts_;
   uint64_t launches_ = 0;
   uint64_t bytesAllocated_ = 0;

@@ -73,16 +73,22 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel leve
   mpm.run(module, mam);
 }
 
-Expected<std::unique_ptr<llvm::Module>> buildKernelModule(std::span<const kernel::Kernel> kernels,
-                                                          llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
-                                                          OptLevel level) {
+Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
+                                                          llvm::TargetMachine& tm, OptLevel level) {
   auto module = std::make_unique<llvm::Module>("kfuse_kernels", ctx);
   module->setTargetTriple(tm.getTargetTriple().str());
   module->setDataLayout(tm.createDataLayout());
-  for (const kernel::Kernel& k : kernels) {
-    KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitKernel(k, ctx, *module));
+  auto forTarget = [&](llvm::Function* fn) {
     fn->addFnAttr("target-cpu", tm.getTargetCPU());
     fn->addFnAttr("target-features", tm.getTargetFeatureString());
+  };
+  for (const kernel::Kernel& k : batch.kernels) {
+    KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitKernel(k, ctx, *module));
+    forTarget(fn);
+  }
+  for (const DirectConv& c : batch.convs) {
+    KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitDirectConv(c, *module));
+    forTarget(fn);
   }
   std::string problems;
   llvm::raw_string_ostream os(problems);
@@ -91,11 +97,10 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(std::span<const kernel
   return module;
 }
 
-Expected<ObjectCode> emitObject(std::span<const kernel::Kernel> kernels, const CpuTarget& target,
-                                const CompileOptions& options) {
+Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuTarget& target, const CompileOptions& options) {
   KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, createTargetMachine(target, /*pic=*/true));
   llvm::LLVMContext ctx;
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(kernels, ctx, *tm, options.optLevel));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(batch, ctx, *tm, options.optLevel));
   ObjectCode out;
   if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
   llvm::SmallVector<char, 0> buffer;

@@ -10,6 +10,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/target.h"
 #include "codegen/kernel/kernel_ir.h"
 #include "ir/support/expected.h"
@@ -33,23 +34,29 @@ bool usesVectorMath(const llvm::Triple& triple);
 // loop and SLP vectorization from O2 on), its cost models those of `tm`.
 void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level);
 
-// Emits `kernels` into one new module of `ctx` for `tm` (triple, data layout,
-// each function's target-cpu and target-features), then optimises it.
-// Errors name the kernel at fault (see emitKernel); kernel names must be
-// unique in the batch.
-Expected<std::unique_ptr<llvm::Module>> buildKernelModule(std::span<const kernel::Kernel> kernels,
-                                                          llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
-                                                          OptLevel level);
+// What one LLVM module holds: kernels and direct convolutions, their names
+// unique among both.
+struct CodeBatch {
+  std::span<const kernel::Kernel> kernels;
+  std::span<const DirectConv> convs;
+};
 
-// An object file (ELF on Linux) defining one global function per kernel, with
-// the ABI of llvm_emitter.h, as position-independent code. It calls libm
+// Emits the batch into one new module of `ctx` for `tm` (triple, data
+// layout, each function's target-cpu and target-features), then optimises
+// it. Errors name the kernel or convolution at fault (see emitKernel,
+// emitDirectConv).
+Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
+                                                          llvm::TargetMachine& tm, OptLevel level);
+
+// An object file (ELF on Linux) defining one global function per kernel and
+// direct convolution, with the ABI of llvm_emitter.h, as position-independent code. It calls libm
 // (erff, expf, ...) and, where usesVectorMath, libmvec (_ZGVdN8v_expf, ...),
 // which the final link must provide.
 struct ObjectCode {
   std::string bytes;
   std::string optimizedIR;  // filled when options.keepOptimizedIR
 };
-Expected<ObjectCode> emitObject(std::span<const kernel::Kernel> kernels, const CpuTarget& target = CpuTarget::host(),
+Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuTarget& target = CpuTarget::host(),
                                 const CompileOptions& options = {});
 
 // The module's text (as `opt -S` prints it).

@@ -50,10 +50,10 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create() {
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(target), std::move(*jit), std::move(*tm)));
 }
 
-Expected<CompiledKernels> CpuJit::compile(std::span<const kernel::Kernel> kernels, const CompileOptions& options) {
+Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileOptions& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(kernels, *ctx, *tm_, options.optLevel));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(batch, *ctx, *tm_, options.optLevel));
   CompiledKernels out;
   if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
 
@@ -62,11 +62,14 @@ Expected<CompiledKernels> CpuJit::compile(std::span<const kernel::Kernel> kernel
   dylib->addToLinkOrder(jit_->getMainJITDylib());
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   if (llvm::Error e = jit_->addIRModule(*dylib, std::move(tsm))) return fromLLVM(std::move(e), "cannot add kernels");
-  for (const kernel::Kernel& k : kernels) {
-    auto symbol = jit_->lookup(*dylib, symbolName(k.name));
-    if (!symbol) return fromLLVM(symbol.takeError(), str("kernel @", k.name));
-    out.functions.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
-  }
+  auto lookup = [&](const std::string& name, const char* what, std::vector<KernelFn>& into) -> Status {
+    auto symbol = jit_->lookup(*dylib, symbolName(name));
+    if (!symbol) return fromLLVM(symbol.takeError(), str(what, " @", name));
+    into.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
+    return Status::ok();
+  };
+  for (const kernel::Kernel& k : batch.kernels) KF_RETURN_IF_ERROR(lookup(k.name, "kernel", out.functions));
+  for (const DirectConv& c : batch.convs) KF_RETURN_IF_ERROR(lookup(c.name, "convolution", out.convs));
   return out;
 }
 

@@ -29,6 +29,7 @@ namespace kfuse::cpu {
 
 struct CompiledKernels {
   std::vector<KernelFn> functions;  // in the order of the kernels compiled
+  std::vector<KernelFn> convs;      // in the order of the direct convolutions compiled
   std::string optimizedIR;          // filled when CompileOptions::keepOptimizedIR
 };
 
@@ -43,7 +44,10 @@ class CpuJit {
   // Compiles one batch. Errors (a kernel that does not verify, an op the
   // backend lacks, a symbol that does not resolve) name the kernel. Safe to
   // call from several threads; batches compile one at a time.
-  Expected<CompiledKernels> compile(std::span<const kernel::Kernel> kernels, const CompileOptions& options = {});
+  Expected<CompiledKernels> compile(std::span<const kernel::Kernel> kernels, const CompileOptions& options = {}) {
+    return compile(CodeBatch{kernels, {}}, options);
+  }
+  Expected<CompiledKernels> compile(const CodeBatch& batch, const CompileOptions& options = {});
 
   const CpuTarget& target() const { return target_; }
 

@@ -20,6 +20,8 @@ using namespace package::json_read;
 
 std::string packageKernelName(size_t function, size_t kernel) { return str("f", function, "_k", kernel); }
 std::string kernelSymbol(size_t function, size_t kernel) { return "kfuse_" + packageKernelName(function, kernel); }
+std::string packageConvName(size_t function, size_t step) { return str("f", function, "_s", step); }
+std::string convSymbol(size_t function, size_t step) { return "kfuse_" + packageConvName(function, step); }
 std::string planSection(size_t function) { return str("plan.", function); }
 std::string cudaProgramSection(size_t function) { return str("cuda.program.", function); }
 std::string cudaImageSection(size_t function, size_t module, bool ptx) {
@@ -36,6 +38,8 @@ constexpr const char* kCpuLL = "cpu.ll";
 // More functions than a package holds (a forward and a training step);
 // bounds what a reader allocates from a corrupted count.
 constexpr size_t kMaxFunctions = 64;
+// Step indices are checked against the plan once it is read.
+constexpr int64_t kMaxSteps = int64_t{1} << 31;
 
 // Types as the IR spells them ("f32[256,2]"), read back by kernel_io's
 // checked reader.
@@ -62,8 +66,11 @@ json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
     params.push_back({{"name", p.name}, {"type", formatType(p.type)}, {"trainable", p.trainable}});
   j["params"] = params;
   json functions = json::array();
-  for (const PackageFunction& f : fns)
-    functions.push_back({{"name", f.name}, {"inputs", tensorsJson(f.inputs)}, {"outputs", tensorsJson(f.outputs)}});
+  for (const PackageFunction& f : fns) {
+    json fn = {{"name", f.name}, {"inputs", tensorsJson(f.inputs)}, {"outputs", tensorsJson(f.outputs)}};
+    if (m.target == "cpu") fn["direct_convs"] = f.directConvs;
+    functions.push_back(std::move(fn));
+  }
   j["functions"] = functions;
   if (m.training)
     j["training"] = {{"step", m.training->step}, {"forward", m.training->forward}, {"loss", m.training->loss},
@@ -172,6 +179,8 @@ MetaSection readMeta(const json& j) {
     within(str("function @", fn.name), [&] {
       fn.inputs = readTensors(at(f, "inputs"));
       fn.outputs = readTensors(at(f, "outputs"));
+      if (f.contains("direct_convs"))
+        for (int64_t s : intsAt(f, "direct_convs", 0, kMaxSteps)) fn.directConvs.push_back(static_cast<size_t>(s));
     });
     out.functions.push_back(std::move(fn));
   }
@@ -245,6 +254,9 @@ Status Package::read() {
     if (Status s = checkPlanParams(*plan, meta_); !s) return fail(s.error());
     f.plan = std::make_shared<const Plan>(std::move(*plan));
     if (Status s = checkSignature(f); !s) return fail(s.error());
+    for (size_t s : f.directConvs)
+      if (s >= f.plan->steps.size() || f.plan->steps[s].kind != StepKind::Conv)
+        return fail(Error(str("function @", f.name, ": direct convolution at step ", s, ", which is not a convolution")));
 #if KFUSE_PACKAGE_CUDA
     if (meta_.target == "cuda") {
       KF_ASSIGN_OR_RETURN(std::string_view programText, section(cudaProgramSection(i)));

@@ -49,6 +49,10 @@ struct PackageFunction {
   std::optional<cuda::CudaProgram> cuda;
   // cuda: the CUDA C source of its modules (for kfuse inspect).
   std::string source;
+  // cpu: the Conv steps compiled as direct convolutions (symbol
+  // convSymbol(function, step)); the others run im2col + GEMM. Packages
+  // written before direct convolutions existed list none.
+  std::vector<size_t> directConvs;
 };
 
 // How @train_step is called: inputs of the forward, then labels (unless the
@@ -88,6 +92,9 @@ struct PackageMeta {
 // (codegen/cpu/llvm_emitter.h), "kfuse_f0_k3".
 std::string packageKernelName(size_t function, size_t kernel);
 std::string kernelSymbol(size_t function, size_t kernel);
+// The same for the direct convolution of Conv step `step` ("f0_s3").
+std::string packageConvName(size_t function, size_t step);
+std::string convSymbol(size_t function, size_t step);
 
 // Section names.
 std::string planSection(size_t function);

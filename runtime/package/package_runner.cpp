@@ -32,7 +32,7 @@ namespace {
 
 class CpuFunction : public PackageRunner::FunctionRunner {
  public:
-  CpuFunction(std::shared_ptr<const Plan> plan, std::vector<KernelFn> fns, const PackageRunnerOptions& opts,
+  CpuFunction(std::shared_ptr<const Plan> plan, CpuFunctions fns, const PackageRunnerOptions& opts,
               std::shared_ptr<const CpuCode> code)
       : code_(std::move(code)), runner_(std::move(plan), std::move(fns), CpuRunnerOptions{opts.poison}) {}
   Expected<InterpreterResult> run(const Module& m, const std::vector<Tensor>& args) override {
@@ -61,10 +61,14 @@ Expected<std::vector<std::unique_ptr<PackageRunner::FunctionRunner>>> cpuRunners
   std::vector<std::unique_ptr<PackageRunner::FunctionRunner>> out;
   for (size_t f = 0; f < pkg.functions().size(); ++f) {
     const PackageFunction& fn = pkg.functions()[f];
-    std::vector<KernelFn> fns;
+    CpuFunctions fns;
     for (size_t k = 0; k < fn.plan->kernels.size(); ++k) {
       KF_ASSIGN_OR_RETURN(KernelFn p, code->function(kernelSymbol(f, k)));
-      fns.push_back(p);
+      fns.kernels.push_back(p);
+    }
+    fns.convs.assign(fn.plan->steps.size(), nullptr);
+    for (size_t s : fn.directConvs) {
+      KF_ASSIGN_OR_RETURN(fns.convs[s], code->function(convSymbol(f, s)));
     }
     out.push_back(std::make_unique<CpuFunction>(fn.plan, std::move(fns), opts, code));
   }

@@ -300,7 +300,7 @@ TEST(CpuJit, KernelNamedLikeLibmCallsLibm) {
 
 TEST(CpuJit, EmitsObjectFiles) {
   std::vector<Kernel> kernels = {fma("aot_fma", {1000}), softmaxKernel(4, 32, DType::F32)};
-  auto object = cpu::emitObject(kernels);
+  auto object = cpu::emitObject({kernels, {}});
   ASSERT_TRUE(object) << object.error().message();
   ASSERT_GT(object->bytes.size(), 4u);
   EXPECT_EQ(object->bytes.substr(0, 4), "\x7f" "ELF");

@@ -3,9 +3,11 @@
 // the caller gets wrong without running anything.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "codegen/package_compiler.h"
+#include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/support/strings.h"
 #include "runtime/package/cpu_code.h"
@@ -104,6 +106,79 @@ TEST(PackageRunner, TrainStepUpdatesParametersAndSaves) {
   auto saved = readWeightsFile(path);
   ASSERT_TRUE(saved);
   EXPECT_EQ(saved->count("fc.weight.exp_avg"), 1u);
+}
+
+// A 3x3 convolution over 32-pixel rows (which fill the vectors of every x86
+// tiling, so it runs directly), then a kernel step.
+std::unique_ptr<Module> convModule() {
+  std::string w;
+  for (int i = 0; i < 4 * 2 * 3 * 3; ++i) w += str(i ? ", " : "", std::sin(0.7 * i));
+  auto m = parseModule(str(R"(module @conv {
+  param @w : f32[4,2,3,3] = dense<f32[4,2,3,3]>[)", w, R"(]
+  func @forward(%x: f32[2,2,5,32]) -> (f32[2,4]) {
+    %0 = conv2d %x, @w {pads = [1, 1, 1, 1]} : f32[2,4,5,32]
+    %1 = tanh %0 : f32[2,4,5,32]
+    %2 = reduce_mean %1 {axes = [2, 3]} : f32[2,4]
+    return %2
+  }
+})"),
+                       "conv.kir", {});
+  EXPECT_TRUE(m) << m.error().message();
+  return m ? std::move(*m) : nullptr;
+}
+
+// The same package with function 0's direct convolutions replaced.
+Expected<std::shared_ptr<const Package>> withDirectConvs(const Package& pkg, std::vector<size_t> steps) {
+  PackageContents c;
+  c.meta = pkg.meta();
+  c.functions = pkg.functions();
+  c.functions[0].directConvs = std::move(steps);
+  for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
+  c.cpuSharedObject = std::string(pkg.cpuSharedObject());
+  return Package::parse(writePackage(c), "rewritten.kfpkg");
+}
+
+// The package lists its direct convolutions, and runs them to the
+// interpreter's result; a package that lists none (as those written before
+// direct convolutions did) runs im2col + GEMM to the same result; a listing
+// that names a step which is no convolution is refused.
+TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
+  PackageCompileOptions o;
+  o.threads = 1;
+  auto compiled = compilePackage(convModule(), o);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  auto pkg = Package::parse(std::move(compiled->bytes), "conv.kfpkg");
+  ASSERT_TRUE(pkg) << pkg.error().message();
+  const PackageFunction& f = (*pkg)->functions().front();
+  ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
+
+  auto module = convModule();
+  Tensor x(f.inputs[0].type);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
+  auto want = interpret(*module->functions().front(), {x});
+  ASSERT_TRUE(want) << want.error().message();
+  auto outputOf = [&](std::shared_ptr<const Package> p) -> Tensor {
+    auto runner = PackageRunner::create(std::move(p));
+    EXPECT_TRUE(runner) << runner.error().message();
+    if (!runner) return Tensor();
+    auto out = (*runner)->run(f.name, {x});
+    EXPECT_TRUE(out) << out.error().message();
+    return out ? (*out)[0] : Tensor();
+  };
+  Tensor direct = outputOf(*pkg);
+  auto none = withDirectConvs(**pkg, {});
+  ASSERT_TRUE(none) << none.error().message();
+  Tensor im2col = outputOf(*none);
+  for (int64_t i = 0; i < want->outputs[0].numElements(); ++i) {
+    EXPECT_NEAR(direct.at(i), want->outputs[0].at(i), 1e-5) << i;
+    EXPECT_NEAR(im2col.at(i), want->outputs[0].at(i), 1e-5) << i;
+  }
+
+  auto wrong = withDirectConvs(**pkg, {1});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message().find("function @forward: direct convolution at step 1, which is not a convolution"),
+            std::string::npos)
+      << wrong.error().message();
 }
 
 TEST(PackageRunner, RefusesCodeForAnotherMachine) {

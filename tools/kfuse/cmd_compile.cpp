@@ -100,7 +100,9 @@ int runCompile(const CompileArgs& a) {
   if (Status s = writeFileAtomically(a.output, compiled->bytes); !s) return fail(s.error());
   auto count = [](size_t n, const std::string& one, const std::string& many) { return str(n, " ", n == 1 ? one : many); };
   std::cout << "wrote " << a.output << ": " << a.target << " package, " << count(compiled->functions, "function", "functions")
-            << ", " << count(compiled->kernels, "kernel", "kernels") << " in "
+            << ", " << count(compiled->kernels, "kernel", "kernels")
+            << (compiled->directConvs ? ", " + count(compiled->directConvs, "direct convolution", "direct convolutions") : "")
+            << " in "
             << (a.target == "cpu" ? count(compiled->units, "LLVM module", "LLVM modules")
                                 : count(compiled->units, "NVRTC program", "NVRTC programs")) << ", "
             << count(compiled->launches, "launch", "launches")

@@ -65,6 +65,11 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
   std::vector<std::string> names;
   for (const kernel::Kernel& k : p.kernels) names.push_back(k.name);
   std::cout << "  kernels (" << names.size() << "): " << join(names) << "\n";
+  if (pkg.meta().target == "cpu") {
+    std::vector<std::string> convs;
+    for (size_t s : f.directConvs) convs.push_back(str("step ", s, " (", p.steps[s].name, ")"));
+    std::cout << "  direct convolutions (" << convs.size() << ")" << (convs.empty() ? "" : ": " + join(convs)) << "\n";
+  }
   if (f.cuda) std::cout << "  " << cuda::describeProgram(*f.cuda);
   if (a.plan) std::cout << printPlan(p);
   if (!a.source) return;

@@ -1,0 +1,77 @@
+// Direct convolutions for the CPU: a plan's Conv step as one generated
+// function, specialised to its shapes, instead of im2col + BLAS.
+//
+// The function keeps a block of output values in vector registers (some
+// output channels times one or two vectors of one output row) and folds
+// every filter tap and input channel into it, reading input rows and filter
+// values where they lie: no patch matrix is written, packed or read back.
+// Taps that fall into horizontal padding are masked loads whose masks are
+// constants (block positions are known when the code is generated); rows
+// that fall into vertical padding are skipped.
+//
+// It covers NCHW convolutions with unit horizontal stride (any kernel size,
+// padding, dilation, vertical stride and group count), in f32: the ones whose
+// output rows are contiguous vectors. The runtime runs the others with
+// im2col + GEMM (runtime/cpu_conv.h).
+//
+// ABI: llvm_emitter.h's `void <symbol>(void** buffers)` with buffers
+// {x, w, bias (unused when the spec has none), y}, f32, NCHW / OIHW (or OHWI
+// when filterLast).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <llvm/IR/Function.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/cpu/target.h"
+#include "ir/support/expected.h"
+#include "runtime/plan.h"
+
+namespace kfuse::cpu {
+
+// How a direct convolution blocks its output for one machine: each block is
+// `channels` output channels times `vectors` vectors of `lanes` f32 pixels
+// of one output row, accumulated in registers.
+struct ConvTiling {
+  int lanes = 8;
+  int vectors = 2;
+  int channels = 4;
+};
+
+// The tiling for `target`'s vector registers: 16 lanes and 32 registers with
+// AVX-512, 8 and 16 with AVX, 4 and 16 otherwise.
+Expected<ConvTiling> convTilingFor(const CpuTarget& target);
+
+// Whether the generated code can compute `c` at all: NCHW, unit horizontal
+// stride, channels divisible by the groups.
+bool directConvSupports(const ConvSpec& c);
+
+// Whether `c` runs as a direct convolution with `t`: supported, f32
+// computation (half storage is widened to f32 before), and output rows that
+// fill at least three quarters of the lanes they take (a 7-pixel row in 16
+// lanes does less than half the work it pays for; im2col + GEMM does better).
+bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t);
+
+// The Conv steps of `plan` that directConvFits, in step order.
+std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t);
+
+// One convolution to generate: the step's spec, the kernel name its
+// function is emitted under (symbolName(name)) and its tiling (any tiling
+// gives the same results; convTilingFor's is the fast one).
+struct DirectConv {
+  std::string name;
+  ConvSpec spec;
+  ConvTiling tiling;
+};
+
+// Adds the function to `module`. Fails, naming the convolution, when the
+// spec is not supported or the symbol is taken.
+Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& module);
+
+// One line describing what the generated code does with `c` ("direct:
+// blocks of 8 channels x 2x16 pixels"), for kernel listings.
+std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t);
+
+}  // namespace kfuse::cpu

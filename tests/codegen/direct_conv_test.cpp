@@ -1,0 +1,183 @@
+// Direct convolutions (codegen/cpu/conv_emitter.h) against the reference
+// interpreter: every f32 NCHW convolution of the op cases plus wide-row
+// cases, each generated with several tilings (so that masks, partial
+// vectors, channel remainders and runs of clean blocks all occur whatever
+// the host's vector width), and which convolutions the cpu target sends
+// there.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "codegen/cpu/conv_emitter.h"
+#include "codegen/cpu/jit.h"
+#include "codegen/plan/plan_builder.h"
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "tests/unit/test_util.h"
+
+namespace kfuse {
+namespace {
+
+cpu::CpuJit& jit() {
+  static std::unique_ptr<cpu::CpuJit> j = [] {
+    auto created = cpu::CpuJit::create();
+    EXPECT_TRUE(created) << created.error().message();
+    return created ? std::move(*created) : nullptr;
+  }();
+  return *j;
+}
+
+// The module's one Conv step and its plan.
+struct ConvCase {
+  std::unique_ptr<Module> module;
+  ConvSpec spec;
+  DType dtype = DType::F32;
+};
+
+Expected<ConvCase> convCase(Expected<std::unique_ptr<Module>> parsed) {
+  if (!parsed) return parsed.error();
+  ConvCase c;
+  c.module = std::move(*parsed);
+  KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*c.module->functions().front()));
+  for (const Step& s : plan.steps)
+    if (s.kind == StepKind::Conv) {
+      c.spec = s.conv;
+      c.dtype = plan.buffers[static_cast<size_t>(s.conv.y)].type.dtype;
+      return c;
+    }
+  return Error("the plan has no convolution step");
+}
+
+Tensor wave(const TensorType& t, double phase) {
+  Tensor x(t);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::sin(0.61 * static_cast<double>(i) + phase));
+  return x;
+}
+
+// Runs the case's convolution generated with `tiling` and the interpreter
+// on the same operands; an empty string when they agree.
+std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& tiling) {
+  const Graph& fn = *c.module->functions().front();
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < fn.arguments().size(); ++i)
+    args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
+  auto want = interpret(fn, args);
+  if (!want) return want.error().message();
+  cpu::DirectConv conv{"conv", c.spec, tiling};
+  auto compiled = jit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
+  if (!compiled) return compiled.error().message();
+  Tensor y = wave(want->outputs[0].type(), 5.0);  // garbage the convolution must overwrite
+  void* buffers[] = {args[0].data(), args[1].data(), args.size() > 2 ? args[2].data() : nullptr, y.data()};
+  compiled->convs[0](buffers);
+  return test::compareTensors(y, want->outputs[0], 1e-5, 1e-5);
+}
+
+const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5}};
+
+std::string tilingName(const cpu::ConvTiling& t) { return str(t.channels, "x", t.vectors, "x", t.lanes); }
+
+// The op cases' convolutions (f32, NCHW, unit horizontal stride): padding on
+// every side, dilation, groups, depthwise, 1x1, OHWI filters, pads wider
+// than the kernel, vertical strides.
+TEST(DirectConv, EveryOpCaseConvolutionMatchesTheInterpreter) {
+  namespace fs = std::filesystem;
+  int checked = 0;
+  for (const std::string& name : test::opCaseNames()) {
+    if (name.rfind("linalg/conv2d_", 0) != 0 || name.find("grad") != std::string::npos) continue;
+    auto c = convCase(parseModuleFile((test::opCasesDir() / (name + ".kir")).string()));
+    ASSERT_TRUE(c) << name << ": " << c.error().message();
+    if (c->dtype != DType::F32 || !cpu::directConvSupports(c->spec)) continue;
+    for (const cpu::ConvTiling& t : kTilings) {
+      std::string diff = compareWithInterpreter(*c, t);
+      EXPECT_EQ(diff, "") << name << " with tiling " << tilingName(t);
+    }
+    ++checked;
+  }
+  // Those that are not: NHWC, f64, f16 storage, horizontal strides.
+  EXPECT_GE(checked, 12);
+}
+
+// Rows wider than a block: clean blocks in a loop between masked ones, a
+// last block of fewer vectors, a channel remainder, groups, dilation and a
+// vertical stride together.
+TEST(DirectConv, WideRowsMatchTheInterpreter) {
+  const char* cases[] = {
+      R"(module @m {
+  func @main(%x: f32[2,3,5,70], %w: f32[10,3,3,3], %b: f32[10]) -> (f32[2,10,5,70]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[2,10,5,70]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,4,7,41], %w: f32[6,2,3,3]) -> (f32[1,6,4,41]) {
+    %y = conv2d %x, %w {pads = [1, 2, 1, 2], strides = [2, 1], dilations = [1, 2], groups = 2} : f32[1,6,4,41]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,3,4,40], %w: f32[5,3,3,3]#ohwi, %b: f32[5]) -> (f32[1,5,2,38]) {
+    %y = conv2d %x, %w, %b : f32[1,5,2,38]
+    return %y
+  }
+})",
+  };
+  for (const char* text : cases) {
+    auto c = convCase(parseModule(text, "wide.kir", {}));
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_TRUE(cpu::directConvSupports(c->spec));
+    for (const cpu::ConvTiling& t : kTilings) EXPECT_EQ(compareWithInterpreter(*c, t), "") << text << tilingName(t);
+  }
+}
+
+ConvSpec nchw3x3(int64_t width) {
+  ConvSpec c;
+  c.n = 1, c.c = 4, c.h = 8, c.wd = width, c.o = 8, c.kh = 3, c.kw = 3, c.oh = 8, c.ow = width;
+  c.padTop = c.padLeft = 1;
+  return c;
+}
+
+TEST(DirectConv, RunsWhereItsVectorsAreFull) {
+  const cpu::ConvTiling avx512{16, 2, 8};
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F32, avx512));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(14), DType::F32, avx512));     // 14 of 16 lanes
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(7), DType::F32, avx512));     // 7 of 16
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(7), DType::F32, {8, 2, 4}));  // 7 of 8
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F16, avx512));    // widened to f32 first
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(32), DType::F64, avx512));
+  ConvSpec strided = nchw3x3(32);
+  strided.strideW = 2;
+  EXPECT_FALSE(cpu::directConvSupports(strided));
+  ConvSpec nhwc = nchw3x3(32);
+  nhwc.channelsLast = true;
+  EXPECT_FALSE(cpu::directConvSupports(nhwc));
+}
+
+// The host's tiling gives vector code: fused multiply-adds on whole vectors
+// and masked loads only for the taps that reach into the padding.
+TEST(DirectConv, GeneratesVectorCodeForTheHost) {
+  auto tiling = cpu::convTilingFor(cpu::CpuTarget::host());
+  ASSERT_TRUE(tiling) << tiling.error().message();
+  cpu::DirectConv conv{"conv", nchw3x3(4 * tiling->lanes), *tiling};
+  cpu::CompileOptions options;
+  options.keepOptimizedIR = true;
+  auto compiled = jit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)}, options);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  const std::string vec = str("<", tiling->lanes, " x float>");
+  EXPECT_NE(compiled->optimizedIR.find("@llvm.fmuladd.v" + std::to_string(tiling->lanes) + "f32"), std::string::npos)
+      << compiled->optimizedIR;
+  EXPECT_NE(compiled->optimizedIR.find("@llvm.masked.load.v" + std::to_string(tiling->lanes) + "f32"), std::string::npos);
+  EXPECT_NE(compiled->optimizedIR.find("load " + vec), std::string::npos) << "no unmasked vector load";
+}
+
+TEST(DirectConv, RefusesWhatItCannotCompute) {
+  ConvSpec strided = nchw3x3(32);
+  strided.strideW = 2;
+  cpu::DirectConv conv{"strided", strided, {8, 2, 4}};
+  auto compiled = jit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
+  ASSERT_FALSE(compiled);
+  EXPECT_NE(compiled.error().message().find("convolution @strided"), std::string::npos) << compiled.error().message();
+}
+
+}  // namespace
+}  // namespace kfuse
