@@ -1,13 +1,16 @@
 // Measures conv2d on the CPU (runtime/cpu_conv: im2col + BLAS GEMM) in each
-// activation / filter layout, over the convolutions of ResNet-18 (64x64
-// input) and the test CNN, and fits the CPU layout cost model that
-// codegen/backend.cpp gives layout selection (docs/layout.md).
+// activation / filter layout, and as the generated direct convolution
+// (codegen/cpu/conv_emitter.h, NCHW, where runtime/direct_conv.h gives one
+// with the host's vectors), over the convolutions of ResNet-18 (64x64 and
+// 224x224 input), the test CNN and the benchmark CNN, and fits the CPU
+// layout cost model that codegen/backend.cpp gives layout selection
+// (docs/layout.md).
 //
 //   conv_layout_bench [--reps N] [--fit]
 //
 // Prints one line per shape and layout (best of N runs, milliseconds), then
 // with --fit the coefficient of the cost model's form
-//   seconds = macs * a                            (per layout pair)
+//   seconds = macs * a        (per layout pair, and for direct convolutions)
 // and a transpose's seconds per byte moved.
 #include <algorithm>
 #include <chrono>
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <vector>
 
+#include "codegen/cpu/jit.h"
 #include "runtime/cpu_conv.h"
 
 namespace {
@@ -47,6 +51,13 @@ std::vector<Shape> shapes() {
   s.push_back({"cnn.conv1", 2, 3, 16, 16, 8, 3, 1, 1, 1, 1});
   s.push_back({"cnn.conv2", 2, 8, 8, 8, 16, 3, 2, 1, 2, 1});
   s.push_back({"cnn.conv3", 2, 16, 4, 4, 16, 3, 1, 2, 1, 2});
+  // ResNet-18's stride-1 stages at 224x224 (rows of 56, 28, 14 pixels) and
+  // the benchmark CNN (bench/workloads.py): where direct convolutions run.
+  s.push_back({"r18@224.l1", 1, 64, 56, 56, 64, 3, 1, 1, 1, 1});
+  s.push_back({"r18@224.l2", 1, 128, 28, 28, 128, 3, 1, 1, 1, 1});
+  s.push_back({"r18@224.l3", 1, 256, 14, 14, 256, 3, 1, 1, 1, 1});
+  s.push_back({"bench.conv1", 8, 3, 32, 32, 16, 3, 1, 1, 1, 1});
+  s.push_back({"bench.conv2", 8, 16, 32, 32, 32, 3, 1, 1, 1, 1});
   return s;
 }
 
@@ -70,7 +81,18 @@ ConvSpec spec(const Shape& s, bool last, bool filterLast) {
   return c;
 }
 
-double seconds(const ConvSpec& c, int reps) {
+template <typename T>
+T orExit(kfuse::Expected<T> e) {
+  if (!e) {
+    std::cerr << e.error().message() << "\n";
+    std::exit(1);
+  }
+  return std::move(*e);
+}
+
+// Best of `reps` runs of `direct` (compiled for c) or, when null, of
+// runConv2d's im2col + GEMM.
+double seconds(const ConvSpec& c, int reps, kfuse::cpu::KernelFn direct = nullptr) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(static_cast<size_t>(c.n * c.c * c.h * c.wd)), w(static_cast<size_t>(c.o * c.c / c.groups * c.kh * c.kw)),
@@ -79,18 +101,28 @@ double seconds(const ConvSpec& c, int reps) {
   for (float& v : x) v = u(rng);
   for (float& v : w) v = u(rng);
   auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
-  auto blas = kfuse::openBlas();
-  if (!blas) {
-    std::cerr << blas.error().message() << "\n";
-    std::exit(1);
-  }
+  static const kfuse::Blas* blas = orExit(kfuse::openBlas());
+  void* buffers[] = {x.data(), w.data(), nullptr, y.data()};
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    kfuse::runConv2d(**blas, c, kfuse::DType::F32, bytes(x), bytes(w), nullptr, bytes(y), bytes(col));
+    if (direct)
+      direct(buffers);
+    else
+      kfuse::runConv2d(*blas, c, kfuse::DType::F32, bytes(x), bytes(w), nullptr, bytes(y), bytes(col));
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
+}
+
+// The direct convolution of `c` compiled for the host, or null where the
+// host runs im2col instead.
+kfuse::cpu::KernelFn directFor(kfuse::cpu::CpuJit& jit, const ConvSpec& c) {
+  static const kfuse::cpu::ConvTiling tiling = orExit(kfuse::cpu::convTilingFor(kfuse::cpu::CpuTarget::host()));
+  if (!kfuse::cpu::directConvFits(c, kfuse::DType::F32, tiling)) return nullptr;
+  kfuse::cpu::DirectConv conv{"conv", c, tiling};
+  auto compiled = orExit(jit.compile(kfuse::cpu::CodeBatch{{}, std::span(&conv, 1)}));
+  return compiled.convs[0];
 }
 
 // NCHW -> NHWC of an f32 image with the loop nest a generated transpose
@@ -136,9 +168,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--fit")) doFit = true;
   }
   const char* labels[4] = {"nchw/oihw", "nchw/ohwi", "nhwc/oihw", "nhwc/ohwi"};
-  std::vector<double> macs, t[4];
-  std::printf("%-12s %2s %4s %4s %4s %2s  %9s %9s %9s %9s  (ms, best of %d)\n", "conv", "n", "c", "hw", "o", "k",
-              labels[0], labels[1], labels[2], labels[3], reps);
+  std::vector<double> macs, t[4], directMacs, directT;
+  auto jit = orExit(kfuse::cpu::CpuJit::create());
+  std::printf("%-12s %2s %4s %4s %4s %2s  %9s %9s %9s %9s %9s  (ms, best of %d)\n", "conv", "n", "c", "hw", "o", "k",
+              labels[0], labels[1], labels[2], labels[3], "direct", reps);
   for (const Shape& s : shapes()) {
     std::printf("%-12s %2lld %4lld %4lld %4lld %2lld ", s.name, (long long)s.n, (long long)s.c, (long long)s.h,
                 (long long)s.o, (long long)s.k);
@@ -149,14 +182,24 @@ int main(int argc, char** argv) {
       t[l].push_back(sec);
       std::printf(" %9.4f", sec * 1e3);
     }
+    if (kfuse::cpu::KernelFn direct = directFor(*jit, c0)) {
+      double sec = seconds(c0, reps, direct);
+      directMacs.push_back(macs.back());
+      directT.push_back(sec);
+      std::printf(" %9.4f", sec * 1e3);
+    } else {
+      std::printf(" %9s", "-");
+    }
     std::printf("\n");
   }
   double total[4] = {0, 0, 0, 0};
   for (int l = 0; l < 4; ++l)
     for (double v : t[l]) total[l] += v;
   std::printf("total ms:    %9.3f %9.3f %9.3f %9.3f\n", total[0] * 1e3, total[1] * 1e3, total[2] * 1e3, total[3] * 1e3);
-  if (doFit)
+  if (doFit) {
     for (int l = 0; l < 4; ++l) fit(labels[l], macs, t[l]);
+    if (!directT.empty()) fit("direct", directMacs, directT);
+  }
   for (auto [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 32 * 32}, {8, 64, 32 * 32}, {2, 16, 8 * 8}})
     std::printf("transpose nchw->nhwc [%lld,%lld,%lld]: %.3g s/byte (%.2f GB/s)\n", (long long)n, (long long)c,
                 (long long)hw, transposeSecondsPerByte(n, c, hw, reps), 1e-9 / transposeSecondsPerByte(n, c, hw, reps));

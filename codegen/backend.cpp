@@ -79,7 +79,7 @@ class CpuExecutor : public Executor {
   Expected<CpuRunner*> runnerFor(const Graph& fn) {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace}));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, cpuConvWorkspace()}));
     KF_ASSIGN_OR_RETURN(CpuFunctions compiled, compile(plan));
     CpuRunnerOptions ro;
     ro.poison = opts_.poison;
@@ -167,6 +167,13 @@ Expected<DeviceBytes> cudaDeviceBytes(const Plan& plan) {
 
 }  // namespace
 
+ConvWorkspacePolicy cpuConvWorkspace() {
+#if KFUSE_HAS_LLVM_JIT
+  if (auto tiling = cpu::convTilingFor(cpu::CpuTarget::host())) return cpu::im2colWorkspaces(*tiling);
+#endif
+  return {};
+}
+
 Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_view layout) {
   KF_RETURN_IF_ERROR(parseLayoutMode(layout).status());
   // Layout selection after simplification and before fusion, with the
@@ -174,10 +181,12 @@ Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_vie
   std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
   if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}, {}};
   if (target == "cpu")
-    return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, {}};
+    return Backend{"cpu",    fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, {},
+                   cpuConvWorkspace()};
 #if KFUSE_HAS_CUDA
   if (target == "cuda")
-    return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource, cudaDeviceBytes};
+    return Backend{"cuda",     fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource, cudaDeviceBytes,
+                   noConvWorkspace()};
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }

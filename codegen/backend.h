@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/plan/memory_report.h"
+#include "codegen/plan/plan_builder.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 #include "runtime/executor.h"
@@ -30,7 +31,16 @@ struct Backend {
   // the plan's two regions (cuda: scratch and cuBLASLt workspace, from the
   // emitted program; no GPU needed). Empty: the regions alone (cpu).
   std::function<Expected<DeviceBytes>(const Plan&)> deviceBytes;
+  // Which convolutions need an im2col workspace in this target's plans.
+  ConvWorkspacePolicy convWorkspace;
+
+  // How this target's plans are built.
+  PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace}; }
 };
+
+// The cpu target's policy on this machine: a workspace for the convolutions
+// that get no generated direct convolution (all of them without LLVM).
+ConvWorkspacePolicy cpuConvWorkspace();
 
 // `fuse` false gives the same pipeline without fusion (--no-fuse), so every
 // node is its own launch.

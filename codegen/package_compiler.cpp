@@ -69,14 +69,15 @@ class Progress {
 // Every kernel and direct convolution of every plan, named by kernelSymbol
 // and convSymbol, in units compiled in parallel (one LLVM module each),
 // linked into one shared object.
-Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, PackageContents& out,
-                  CompiledPackage& stats) {
-  cpu::CpuTarget target = cpu::CpuTarget::host();
-  if (!o.cpu.empty()) {
-    KF_ASSIGN_OR_RETURN(target, cpu::CpuTarget::named(o.cpu));
-  }
+// The machine a cpu package is compiled for: --cpu's, or this one.
+Expected<cpu::CpuTarget> cpuTargetOf(const PackageCompileOptions& o) {
+  if (o.cpu.empty()) return cpu::CpuTarget::host();
+  return cpu::CpuTarget::named(o.cpu);
+}
+
+Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, const cpu::CpuTarget& target,
+                  const cpu::ConvTiling& tiling, PackageContents& out, CompiledPackage& stats) {
   KF_ASSIGN_OR_RETURN(out.meta.cpuFeatures, cpu::enabledFeatures(target));
-  KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(target));
   out.meta.cpuTriple = target.triple;
   out.meta.cpuName = target.cpu;
   std::vector<kernel::Kernel> kernels;
@@ -202,10 +203,22 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   } else {
     KF_RETURN_IF_ERROR(prepareModule(m, backend, o.instrumentation));
   }
+  // Planned for the machine the package is for: its direct convolutions
+  // need no im2col workspace.
+  PlanOptions planning = backend.planOptions(o.inplace);
+#if KFUSE_HAS_LLVM_JIT
+  cpu::CpuTarget cpuTarget;
+  cpu::ConvTiling tiling;
+  if (o.target == "cpu") {
+    KF_ASSIGN_OR_RETURN(cpuTarget, cpuTargetOf(o));
+    KF_ASSIGN_OR_RETURN(tiling, cpu::convTilingFor(cpuTarget));
+    planning.convWorkspace = cpu::im2colWorkspaces(tiling);
+  }
+#endif
   CompiledPackage stats;
   for (auto& [name, sig] : functions) {
     const Graph* g = m.findFunction(name);
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*g, PlanOptions{o.inplace}));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*g, planning));
     stats.launches += plan.launches();
     out.functions.push_back({name, std::move(sig.inputs), std::move(sig.outputs),
                              std::make_shared<const Plan>(std::move(plan)), std::nullopt, ""});
@@ -213,7 +226,7 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   KF_RETURN_IF_ERROR(collectParams(m, out));
   if (o.target == "cpu") {
 #if KFUSE_HAS_LLVM_JIT
-    KF_RETURN_IF_ERROR(compileCpu(out.functions, o, out, stats));
+    KF_RETURN_IF_ERROR(compileCpu(out.functions, o, cpuTarget, tiling, out, stats));
 #else
     return Error("cpu packages need the LLVM backend (configure with -DKFUSE_WITH_LLVM=ON)");
 #endif

@@ -253,7 +253,7 @@ class LayoutRewriter {
       ++r.natives;
       if (n->opName() != "conv2d" || !model_) continue;
       const Shape &x = n->operand(0)->type().shape, &w = n->operand(1)->type().shape, &y = n->result()->type().shape;
-      ConvWork work{x[0], x[1], w[0], w[2], w[3], y[2], y[3], n->attr("groups").asInt()};
+      ConvWork work{x[0], x[1], w[0], w[2], w[3], y[2], y[3], n->attr("groups").asInt(), n->attr("strides").asInts()[1]};
       double oihw = model_->convSeconds(work, true, false);
       double ohwi = model_->convSeconds(work, true, true) + (foldable(n->operand(1)) ? 0 : transposeCost(n->operand(1), kToLast));
       ohwi_[n] = ohwi < oihw;

@@ -22,11 +22,13 @@ std::string_view layoutModeName(LayoutMode m) {
 
 namespace {
 
-// The cpu target: runtime/cpu_conv (im2col + OpenBLAS sgemm), measured with
-// `conv_layout_bench --fit` over ResNet-18's and the test CNN's convolutions
-// (docs/layout.md has the table and the machine). Only the ratios between
-// the entries and against the transpose matter to the decisions.
-constexpr LayoutCostModel kCpu{"cpu", {{4.232e-11, 4.34e-11}, {4.997e-11, 4.209e-11}}, 1.61e-10};
+// The cpu target: runtime/cpu_conv (im2col + OpenBLAS sgemm) and the
+// generated direct convolutions (16 lanes: the AVX-512 machine measured),
+// measured with `conv_layout_bench --fit` over ResNet-18's, the test CNN's
+// and the benchmark CNN's convolutions (docs/layout.md has the table and the
+// machine). Only the ratios between the entries and against the transpose
+// matter to the decisions.
+constexpr LayoutCostModel kCpu{"cpu", {{2.638e-11, 2.634e-11}, {3.528e-11, 2.965e-11}}, 1.25e-10, 1.44e-11, 16};
 
 }  // namespace
 

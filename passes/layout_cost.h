@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ir/support/expected.h"
+#include "runtime/direct_conv.h"
 
 namespace kfuse {
 
@@ -19,7 +20,7 @@ std::string_view layoutModeName(LayoutMode m);
 
 // One convolution's work in logical (NCHW / OIHW) terms.
 struct ConvWork {
-  int64_t n = 0, c = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1;
+  int64_t n = 0, c = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1, strideW = 1;
   double macs() const {
     return static_cast<double>(n) * static_cast<double>(o) * static_cast<double>(oh * ow) *
            static_cast<double>(c / groups) * static_cast<double>(kh * kw);
@@ -32,8 +33,18 @@ struct LayoutCostModel {
   double macSeconds[2][2] = {{0, 0}, {0, 0}};
   // Seconds per byte a transpose moves (each element read once and written once).
   double transposeByteSeconds = 0;
+  // Seconds per multiply-add of the target's generated direct convolution,
+  // for the NCHW convolutions runtime/direct_conv.h gives one with vectors
+  // of `directLanes` floats (either filter layout); 0: the target has none.
+  double directMacSeconds = 0;
+  int64_t directLanes = 0;
 
-  double convSeconds(const ConvWork& w, bool nhwc, bool ohwi) const { return w.macs() * macSeconds[nhwc][ohwi]; }
+  bool direct(const ConvWork& w, bool nhwc) const {
+    return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(w.ow, directLanes);
+  }
+  double convSeconds(const ConvWork& w, bool nhwc, bool ohwi) const {
+    return w.macs() * (direct(w, nhwc) ? directMacSeconds : macSeconds[nhwc][ohwi]);
+  }
   double transposeSeconds(double bytes) const { return 2 * bytes * transposeByteSeconds; }
 };
 

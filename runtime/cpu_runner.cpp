@@ -390,6 +390,8 @@ Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct, Frame& f) {
     return Error(str("a direct convolution was compiled for a convolution of ", dtypeName(dt), " (f32 only)"));
   const Blas* blas = nullptr;
   if (!direct) {
+    if (c.workspace < 0)
+      return Error("the plan gives this convolution no im2col workspace and no direct convolution was compiled for it");
     KF_ASSIGN_OR_RETURN(blas, openBlas());
   }
   auto conv = [&](DType as, const Pointers& ptr) {

@@ -9,6 +9,7 @@
 
 #include "codegen/cpu/llvm_emitter.h"
 #include "ir/support/strings.h"
+#include "runtime/direct_conv.h"
 
 namespace kfuse::cpu {
 namespace {
@@ -264,15 +265,18 @@ Expected<ConvTiling> convTilingFor(const CpuTarget& target) {
 }
 
 bool directConvSupports(const ConvSpec& c) {
-  if (c.channelsLast || c.strideW != 1 || c.groups < 1 || c.c % c.groups != 0 || c.o % c.groups != 0) return false;
+  if (!directConvComputes(c.channelsLast, c.strideW) || c.groups < 1 || c.c % c.groups != 0 || c.o % c.groups != 0)
+    return false;
   return c.n >= 1 && c.ow >= 1 && c.oh >= 1 && c.kh >= 1 && c.kw >= 1 && c.strideH >= 1;
 }
 
 bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t) {
   if (storage != DType::F32 && storage != DType::F16 && storage != DType::BF16) return false;
-  if (!directConvSupports(c) || t.lanes < 1) return false;
-  const int64_t lanesTaken = ceilDiv(c.ow, t.lanes) * t.lanes;
-  return 4 * c.ow >= 3 * lanesTaken;
+  return directConvSupports(c) && directConvRowsFill(c.ow, t.lanes);
+}
+
+std::function<bool(const ConvSpec&, DType)> im2colWorkspaces(const ConvTiling& t) {
+  return [t](const ConvSpec& c, DType dt) { return !directConvFits(c, dt, t); };
 }
 
 std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t) {

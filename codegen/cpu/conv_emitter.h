@@ -19,6 +19,7 @@
 // when filterLast).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,13 @@ bool directConvSupports(const ConvSpec& c);
 
 // Whether `c` runs as a direct convolution with `t`: supported, f32
 // computation (half storage is widened to f32 before), and output rows that
-// fill at least three quarters of the lanes they take (a 7-pixel row in 16
-// lanes does less than half the work it pays for; im2col + GEMM does better).
+// fill the lanes they take (runtime/direct_conv.h's rule).
 bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t);
+
+// The plan-building policy that gives exactly the convolutions that do not
+// fit `t` an im2col workspace (codegen/plan/plan_builder.h's
+// ConvWorkspacePolicy).
+std::function<bool(const ConvSpec&, DType)> im2colWorkspaces(const ConvTiling& t);
 
 // The Conv steps of `plan` that directConvFits, in step order.
 std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t);

@@ -46,7 +46,7 @@ class CudaExecutor : public Executor {
  private:
   Expected<std::shared_ptr<const Plan>> planOf(const Graph& fn) {
     if (auto it = plans_.find(&fn); it != plans_.end()) return it->second;
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace}));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, noConvWorkspace()}));
     return plans_.emplace(&fn, std::make_shared<const Plan>(std::move(plan))).first->second;
   }
   Expected<CudaRunner*> runnerFor(const Graph& fn) {

@@ -48,7 +48,7 @@ std::unique_ptr<Graph> singleNodeBody(const Node& n, std::vector<const Value*>& 
 
 class PlanBuilder {
  public:
-  explicit PlanBuilder(const Graph& g) : g_(g), names_(g) { plan_.function = g.name(); }
+  PlanBuilder(const Graph& g, const PlanOptions& opts) : g_(g), opts_(opts), names_(g) { plan_.function = g.name(); }
 
   Expected<Plan> run() {
     for (size_t i = 0; i < g_.arguments().size(); ++i) {
@@ -222,6 +222,7 @@ class PlanBuilder {
       // One image-group's patch matrix at a time (runtime/cpu_conv.h),
       // computed in f32 for every dtype but f64.
       const ConvSpec& c = s.conv;
+      if (opts_.convWorkspace && !opts_.convWorkspace(c, n.result()->type().dtype)) return Status::ok();
       int64_t taps = c.c / c.groups * c.kh * c.kw, pixels = c.oh * c.ow;
       DType dt = n.result()->type().dtype == DType::F64 ? DType::F64 : DType::F32;
       PlanBuffer ws = buffer(s.name + ".workspace", TensorType(dt, {taps, pixels}), BufferKind::Temp);
@@ -323,6 +324,7 @@ class PlanBuilder {
   }
 
   const Graph& g_;
+  const PlanOptions& opts_;
   ValueNames names_;
   Plan plan_;
   std::map<const Value*, int> ids_;
@@ -331,10 +333,10 @@ class PlanBuilder {
 
 }  // namespace
 
-Expected<Plan> lowerToPlan(const Graph& g) { return PlanBuilder(g).run(); }
+Expected<Plan> lowerToPlan(const Graph& g, const PlanOptions& opts) { return PlanBuilder(g, opts).run(); }
 
 Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts) {
-  KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(g));
+  KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(g, opts));
   KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(standardPlanPipeline(opts.inplace)));
   for (const auto& pass : passes) KF_RETURN_IF_ERROR(pass->run(plan).status());
   return plan;

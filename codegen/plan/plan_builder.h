@@ -5,19 +5,36 @@
 // passes: in-place rewriting and buffer planning.
 #pragma once
 
+#include <functional>
+
 #include "ir/graph.h"
 #include "runtime/plan.h"
 
 namespace kfuse {
 
+// Whether a convolution step (of `dtype` results) gets a workspace buffer
+// for im2col's patch matrix (runtime/cpu_conv.h), which only the cpu
+// runner's im2col + GEMM path reads.
+using ConvWorkspacePolicy = std::function<bool(const ConvSpec&, DType)>;
+
+// No convolution gets one (the cuda target's: its convolutions are
+// generated kernels).
+inline ConvWorkspacePolicy noConvWorkspace() {
+  return [](const ConvSpec&, DType) { return false; };
+}
+
 struct PlanOptions {
   // Let outputs write over inputs that die at their step (codegen/plan/inplace.h).
   bool inplace = true;
+  // Null: every convolution gets one. Targets say which of theirs need one
+  // (Backend::convWorkspace): the cpu target's direct convolutions and the
+  // cuda target's convolutions do not.
+  ConvWorkspacePolicy convWorkspace;
 };
 
 // `lower`: the plan of `g` before any plan pass (codegen/plan/plan_pass.h):
 // buffers without offsets or lifetimes.
-Expected<Plan> lowerToPlan(const Graph& g);
+Expected<Plan> lowerToPlan(const Graph& g, const PlanOptions& opts = {});
 
 // Lowers `g` and runs the standard plan pipeline: in-place rewriting (unless
 // disabled), then buffer planning. The plan comes back with every offset

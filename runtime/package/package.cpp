@@ -1,5 +1,6 @@
 #include "runtime/package/package.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -257,6 +258,14 @@ Status Package::read() {
     for (size_t s : f.directConvs)
       if (s >= f.plan->steps.size() || f.plan->steps[s].kind != StepKind::Conv)
         return fail(Error(str("function @", f.name, ": direct convolution at step ", s, ", which is not a convolution")));
+    if (meta_.target == "cpu")
+      for (size_t s = 0; s < f.plan->steps.size(); ++s) {
+        const Step& step = f.plan->steps[s];
+        bool direct = std::find(f.directConvs.begin(), f.directConvs.end(), s) != f.directConvs.end();
+        if (step.kind == StepKind::Conv && step.conv.workspace < 0 && !direct)
+          return fail(Error(str("function @", f.name, ": convolution step ", s,
+                                " has neither an im2col workspace nor a direct convolution")));
+      }
 #if KFUSE_PACKAGE_CUDA
     if (meta_.target == "cuda") {
       KF_ASSIGN_OR_RETURN(std::string_view programText, section(cudaProgramSection(i)));

@@ -340,8 +340,9 @@ class PlanReader {
       c.w = bufferAt(o, "w");
       c.bias = bufferAt(o, "bias", true);
       c.y = bufferAt(o, "y");
-      // The CPU convolution keeps its patches there (runtime/cpu_conv.h).
-      c.workspace = bufferAt(o, "workspace");
+      // The CPU convolution keeps its patches there (runtime/cpu_conv.h);
+      // -1 where the target needs none (direct convolutions, cuda).
+      c.workspace = bufferAt(o, "workspace", true);
       c.n = intAt(o, "n", 0, kMaxConvDim);
       using Field = std::pair<const char*, int64_t*>;
       for (auto [key, field] : std::initializer_list<Field>{{"c", &c.c},
@@ -369,7 +370,7 @@ class PlanReader {
         if (b >= 0 && typeOf(b).dtype != dt)
           fail(str("b", b, " is ", formatType(typeOf(b)), ", the result ", formatType(typeOf(c.y))));
       DType wsType = dt == DType::F64 ? DType::F64 : DType::F32;
-      if (typeOf(c.workspace).dtype != wsType) fail(str("the workspace must be ", dtypeName(wsType)));
+      if (c.workspace >= 0 && typeOf(c.workspace).dtype != wsType) fail(str("the workspace must be ", dtypeName(wsType)));
       Wide taps = Wide(c.c / c.groups) * c.kh * c.kw, pixels = Wide(c.oh) * c.ow;
       if (taps > kMaxBlasDim || pixels > kMaxBlasDim) fail("the patch matrix is beyond BLAS's int sizes");
       auto need = [&](int b, Wide elements, std::string_view what) {
@@ -380,7 +381,7 @@ class PlanReader {
       need(c.x, Wide(c.n) * c.c * c.h * c.wd, "the input");
       need(c.w, Wide(c.o) * taps, "the filter");
       need(c.y, Wide(c.n) * c.o * pixels, "the result");
-      need(c.workspace, taps * pixels, "the workspace");
+      if (c.workspace >= 0) need(c.workspace, taps * pixels, "the workspace");
       if (c.bias >= 0) need(c.bias, c.o, "the bias");
       return c;
     });

@@ -140,9 +140,10 @@ ConvSpec nchw3x3(int64_t width) {
 TEST(DirectConv, RunsWhereItsVectorsAreFull) {
   const cpu::ConvTiling avx512{16, 2, 8};
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F32, avx512));
-  EXPECT_TRUE(cpu::directConvFits(nchw3x3(14), DType::F32, avx512));     // 14 of 16 lanes
-  EXPECT_FALSE(cpu::directConvFits(nchw3x3(7), DType::F32, avx512));     // 7 of 16
-  EXPECT_TRUE(cpu::directConvFits(nchw3x3(7), DType::F32, {8, 2, 4}));  // 7 of 8
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(28), DType::F32, avx512));      // 28 of 32 lanes
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(20), DType::F32, avx512));     // 20 of 32
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(14), DType::F32, avx512));     // one vector a row
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(14), DType::F32, {8, 2, 4}));  // 14 of 16
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F16, avx512));    // widened to f32 first
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(32), DType::F64, avx512));
   ConvSpec strided = nchw3x3(32);

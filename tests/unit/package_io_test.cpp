@@ -510,8 +510,15 @@ TEST_F(MalformedPlanTest, ConvGeometry) {
            c["c"] = 3;
          },
          {"do not split into 2 groups"});
-  expect("cnn_infer", [](json& j) { j["steps"][stepOfKind(j, "conv")]["conv"]["workspace"] = -1; },
-         {"buffer 'workspace' -1 out of range"});
+  // -1 is no workspace (a direct convolution's); others must exist and fit.
+  expect("cnn_infer", [](json& j) { j["steps"][stepOfKind(j, "conv")]["conv"]["workspace"] = 999; },
+         {"buffer 'workspace' 999 out of range"});
+  expect("cnn_infer",
+         [](json& j) {
+           json& c = j["steps"][stepOfKind(j, "conv")]["conv"];
+           c["workspace"] = c["x"];  // 3x16x16 inputs hold fewer than 27x256 patches
+         },
+         {"the workspace b", "holds fewer than"});
 }
 
 TEST_F(MalformedPlanTest, IndexMapsOutOfBounds) {

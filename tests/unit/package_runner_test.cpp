@@ -138,10 +138,10 @@ Expected<std::shared_ptr<const Package>> withDirectConvs(const Package& pkg, std
   return Package::parse(writePackage(c), "rewritten.kfpkg");
 }
 
-// The package lists its direct convolutions, and runs them to the
-// interpreter's result; a package that lists none (as those written before
-// direct convolutions did) runs im2col + GEMM to the same result; a listing
-// that names a step which is no convolution is refused.
+// The package lists its direct convolutions, plans no im2col workspace for
+// them, and runs them to the interpreter's result. A listing that names a
+// step which is no convolution, or that leaves out a convolution without a
+// workspace, is refused.
 TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   PackageCompileOptions o;
   o.threads = 1;
@@ -151,6 +151,7 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   ASSERT_TRUE(pkg) << pkg.error().message();
   const PackageFunction& f = (*pkg)->functions().front();
   ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
+  EXPECT_EQ(f.plan->steps[0].conv.workspace, -1);
 
   auto module = convModule();
   Tensor x(f.inputs[0].type);
@@ -166,13 +167,15 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
     return out ? (*out)[0] : Tensor();
   };
   Tensor direct = outputOf(*pkg);
-  auto none = withDirectConvs(**pkg, {});
-  ASSERT_TRUE(none) << none.error().message();
-  Tensor im2col = outputOf(*none);
-  for (int64_t i = 0; i < want->outputs[0].numElements(); ++i) {
+  for (int64_t i = 0; i < want->outputs[0].numElements(); ++i)
     EXPECT_NEAR(direct.at(i), want->outputs[0].at(i), 1e-5) << i;
-    EXPECT_NEAR(im2col.at(i), want->outputs[0].at(i), 1e-5) << i;
-  }
+
+  auto none = withDirectConvs(**pkg, {});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message().find("function @forward: convolution step 0 has neither an im2col workspace nor a "
+                                        "direct convolution"),
+            std::string::npos)
+      << none.error().message();
 
   auto wrong = withDirectConvs(**pkg, {1});
   ASSERT_FALSE(wrong);

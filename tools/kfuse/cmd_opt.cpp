@@ -44,7 +44,7 @@ struct OptArgs {
 Status printKernels(const Module& m, const Backend& backend, bool inplace, std::vector<Plan> plans) {
   if (plans.empty())
     for (const auto& f : m.functions()) {
-      KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f, PlanOptions{inplace}));
+      KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*f, backend.planOptions(inplace)));
       plans.push_back(std::move(plan));
     }
   for (const Plan& plan : plans) {
@@ -104,7 +104,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   bool planStage = !planPasses.empty() && !namedGraphPass(a.instr.stopAfter);
   if (planStage) {
     int firstDump = static_cast<int>(pm.records().size()) + 1;
-    auto ran = runPlanStage(**module, planPasses, a.instr, firstDump, std::cout);
+    auto ran = runPlanStage(**module, planPasses, backend->planOptions(!a.noInplace), a.instr, firstDump, std::cout);
     if (!ran) return reportError("opt", ran.error());
     plans = std::move(*ran);
   }

@@ -39,15 +39,14 @@ Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a) {
 Expected<CompiledPlan> compileModelPlan(const PlanModelArgs& a, int64_t batch, bool fuse) {
   KF_ASSIGN_OR_RETURN(auto model, loadPlanModel(a.model, batch));
   Graph& forward = *model->functions().front();
-  PlanOptions po;
-  po.inplace = !a.noInplace;
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, fuse, a.layout));
+  PlanOptions po = backend.planOptions(!a.noInplace);
   CompiledPlan out;
   auto trainable = [&](const Module& m) {
     for (const auto& p : m.params())
       if (p->trainable) out.trainable.insert(p->name);
   };
   if (!a.train) {
-    KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, fuse, a.layout));
     KF_RETURN_IF_ERROR(prepareModule(*model, backend));
     KF_ASSIGN_OR_RETURN(out.plan, buildPlan(forward, po));
     trainable(*model);

@@ -62,12 +62,12 @@ Expected<std::pair<std::string, std::string>> splitPipeline(std::string_view tex
   return std::make_pair(join(graph, ","), join(plan, ","));
 }
 
-Expected<std::vector<Plan>> runPlanStage(const Module& m, std::string_view planPasses,
+Expected<std::vector<Plan>> runPlanStage(const Module& m, std::string_view planPasses, const PlanOptions& lowering,
                                          const InstrumentationFlags& instr, int firstDump, std::ostream& out) {
   std::vector<Plan> plans;
   KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(planPasses));  // stateless: one set for every function
   for (const auto& f : m.functions()) {
-    KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(*f));
+    KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(*f, lowering));
     int index = firstDump;
     if (!instr.dumpDir.empty()) KF_RETURN_IF_ERROR(dumpPlan(plan, instr.dumpDir, index, "lower"));
     for (const auto& pass : passes) {

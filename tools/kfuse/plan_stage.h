@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/plan/plan_builder.h"
 #include "ir/graph.h"
 #include "runtime/plan.h"
 #include "tools/kfuse/instrumentation_flags.h"
@@ -25,7 +26,8 @@ Expected<std::pair<std::string, std::string>> splitPipeline(std::string_view tex
 // Lowers every function of `m` and runs `planPasses` on each plan with the
 // instrumentation; dumps are numbered from `firstDump`. Printed plans go to
 // `out`. Returns the plans, one per function.
-Expected<std::vector<Plan>> runPlanStage(const Module& m, std::string_view planPasses,
+// `lowering` says how functions are lowered (the target's plan options).
+Expected<std::vector<Plan>> runPlanStage(const Module& m, std::string_view planPasses, const PlanOptions& lowering,
                                          const InstrumentationFlags& instr, int firstDump, std::ostream& out);
 
 }  // namespace kfuse::cli

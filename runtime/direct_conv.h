@@ -1,0 +1,29 @@
+// Which convolutions the cpu target runs as generated direct convolutions
+// (codegen/cpu/conv_emitter.h) instead of im2col + GEMM (cpu_conv.h): one
+// rule, read by code generation, plan building (which convolutions need an
+// im2col workspace) and the layout cost model (passes/layout_cost.cpp).
+#pragma once
+
+#include <cstdint>
+
+namespace kfuse {
+
+// The generated code computes NCHW convolutions with unit horizontal stride:
+// each vector of its output block is a contiguous run of one output row, and
+// so is each vector of inputs a tap reads.
+inline bool directConvComputes(bool channelsLast, int64_t strideW) { return !channelsLast && strideW == 1; }
+
+// And pays where output rows of `ow` pixels take more than one `lanes`-wide
+// vector and fill at least three quarters of the lanes they take. A 7-pixel
+// row in 16 lanes does less than half the work it pays for; a row of one
+// vector leaves a block too few accumulators per filter value loaded: with
+// 16 lanes, ResNet-18's 14-pixel rows (256 channels) took 2.67 ms directly
+// against 1.71 ms as im2col + GEMM, its 28- and 56-pixel rows 1.73 against
+// 1.80 and 1.63 against 2.30 ms (bench/conv_layout_bench).
+inline bool directConvRowsFill(int64_t ow, int64_t lanes) {
+  if (ow <= lanes || lanes < 1) return false;
+  const int64_t taken = (ow + lanes - 1) / lanes * lanes;
+  return 4 * ow >= 3 * taken;
+}
+
+}  // namespace kfuse
