@@ -122,12 +122,14 @@ class KernelEmitter {
   using Body = std::function<void(const Point&)>;
 
   Point origin();
-  void emitLoop(int64_t extent, const char* name, bool parallel, const std::function<void(Value*)>& body);
+  void emitLoop(int64_t extent, const char* name, bool parallel, const std::function<void(Value*)>& body,
+                bool keepRolled = false);
   // Loops over space.dims[level..]; dims from `parallelFrom` on belong to
   // the outer space (their iterations touch disjoint elements).
   void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body,
                 size_t parallelFrom = 0);
   bool storesMoveWith(const kernel::SpaceDim& dim) const;
+  bool storesRunAlong(const kernel::SpaceDim& dim) const;
   void tagBufferAccesses();
   void emitPrologue();
   void emitOuterPoint(const Point& p);
@@ -304,7 +306,7 @@ Point KernelEmitter::origin() {
 
 // A bottom-tested counted loop: callers only emit loops of extent >= 1.
 void KernelEmitter::emitLoop(int64_t extent, const char* name, bool parallel,
-                             const std::function<void(Value*)>& body) {
+                             const std::function<void(Value*)>& body, bool keepRolled) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
   b_.CreateBr(header);
@@ -316,10 +318,15 @@ void KernelEmitter::emitLoop(int64_t extent, const char* name, bool parallel,
   auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
   llvm::BranchInst* latch =
       b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(static_cast<uint64_t>(extent))), header, exit);
+  std::vector<llvm::Metadata*> properties = {nullptr};
   if (parallel) {
     if (!accessGroup_) accessGroup_ = llvm::MDNode::getDistinct(ctx_, {});
     llvm::Metadata* parallelAccesses[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), accessGroup_};
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, parallelAccesses)});
+    properties.push_back(llvm::MDNode::get(ctx_, parallelAccesses));
+  }
+  if (keepRolled) properties.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+  if (properties.size() > 1) {
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, properties);
     id->replaceOperandWith(0, id);
     latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
@@ -339,6 +346,12 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
   }
   const kernel::SpaceDim& dim = space.dims[level];
   const char* name = level >= parallelFrom ? "outer" : "reduce";
+  // An innermost loop along which every store is contiguous stays a loop
+  // for the vectorizer: fully unrolled first (LLVM does that to short
+  // loops), its copies were vectorised across the next loop out instead,
+  // as gathers and scatters (a [64,16,32] -> [16,64,32] transpose took 16 us
+  // for 32K floats).
+  const bool rolled = level + 1 == space.dims.size() && level >= parallelFrom && storesRunAlong(dim);
   emitLoop(dim.extent, name, level >= parallelFrom && storesMoveWith(dim), [&](Value* iv) {
     Point inner = at;
     for (size_t a = 0; a < inner.offsets.size(); ++a) {
@@ -350,7 +363,7 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
     }
     if (dim.kernelDim >= 0) inner.index[static_cast<size_t>(dim.kernelDim)] = iv;
     emitNest(space, level + 1, inner, body, parallelFrom);
-  });
+  }, rolled);
 }
 
 // An outer-space loop is parallel (LLVM may vectorise it without runtime
@@ -363,6 +376,15 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
 bool KernelEmitter::storesMoveWith(const kernel::SpaceDim& dim) const {
   for (size_t s = 0; s < k_.stores.size(); ++s)
     if (dim.strides[k_.loads.size() + s] == 0) return false;
+  return true;
+}
+
+// Whether every store walks memory contiguously along `dim` (stride 1), and
+// the loop is long enough to fill a vector.
+bool KernelEmitter::storesRunAlong(const kernel::SpaceDim& dim) const {
+  if (k_.stores.empty() || dim.extent < 8) return false;
+  for (size_t s = 0; s < k_.stores.size(); ++s)
+    if (dim.strides[k_.loads.size() + s] != 1) return false;
   return true;
 }
 

@@ -186,6 +186,25 @@ TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
   EXPECT_TRUE(outputsMatch(softmax, first, second, Tolerance::exact()));
 }
 
+// A transpose that keeps rows of 32 contiguous floats ([64,16,32] ->
+// [16,64,32], an attention head split) copies each row with vector loads
+// and stores. LLVM fully unrolls a loop that short before vectorising, and
+// then vectorised the next loop out with gathers and scatters (16 us for
+// 32K floats); innermost loops along which every store is contiguous stay
+// rolled (llvm.loop.unroll.disable) for the vectorizer.
+TEST(CpuJit, ShortContiguousRowsCopyAsVectors) {
+  KernelBuilder b("heads", {16, 64, 32}, {});
+  int in = b.input(DType::F32, {64, 16, 32});
+  int out = b.output(DType::F32, {16, 64, 32});
+  b.storeAxes(out, {0, 1, 2}, b.load(in, {32, 512, 1}));
+  Kernel k = b.build();
+  std::string ir = optimizedIR(k);
+  EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("masked.scatter"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("load <"), std::string::npos) << "rows are not copied as vectors:\n" << ir;
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 3));
+}
+
 // Outer loops are marked parallel (llvm.loop.parallel_accesses) when every
 // store moves with them, so a loop of many loads and stores vectorises
 // without runtime alias checks: an Adam-like update (4 loads, 3 stores,
