@@ -3,11 +3,8 @@
 #include <algorithm>
 #include <functional>
 
-#include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/Verifier.h>
-#include <llvm/Support/raw_ostream.h>
-
 #include "codegen/cpu/llvm_emitter.h"
+#include "codegen/cpu/vector_code.h"
 #include "ir/support/strings.h"
 #include "runtime/direct_conv.h"
 
@@ -29,10 +26,10 @@ struct ColumnBlock {
 
 class ConvEmitter {
  public:
-  ConvEmitter(const ConvSpec& c, const ConvTiling& t, llvm::Module& m)
-      : c_(c), t_(t), m_(m), ctx_(m.getContext()), b_(ctx_), cg_(c.c / c.groups), og_(c.o / c.groups) {}
+  ConvEmitter(const ConvSpec& c, const ConvTiling& t, llvm::Module& m, const std::string& symbol)
+      : c_(c), t_(t), code_(m, symbol, t.lanes), b_(code_.b()), cg_(c.c / c.groups), og_(c.o / c.groups) {}
 
-  llvm::Function* run(const std::string& symbol);
+  Expected<llvm::Function*> run();
 
  private:
   int64_t tapOffset(int64_t kx) const { return kx * c_.dilW - c_.padLeft; }
@@ -41,14 +38,8 @@ class ConvEmitter {
     return ox < c_.ow && ox + tapOffset(kx) >= 0 && ox + tapOffset(kx) < c_.wd;
   }
 
-  Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
-  void loop(int64_t count, const char* name, const std::function<void(Value*)>& body);
-  Value* at(Value* base, Value* index) { return b_.CreateGEP(b_.getFloatTy(), base, index); }
-  // LLVM 14's typed pointers: vector accesses go through a vector pointer.
-  Value* vectorAt(Value* base, Value* index) { return b_.CreateBitCast(at(base, index), vec_->getPointerTo()); }
+  Value* i64(int64_t v) { return code_.i64(v); }
   Value* weightIndex(Value* o, Value* ci, Value* ky, int64_t kx);
-  llvm::Constant* mask(const std::function<bool(int64_t lane)>& on);
-  bool allOn(const llvm::Constant* m) const { return m->isAllOnesValue(); }
 
   void emitRow(Value* n, Value* g, Value* oy);
   void emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk, Value* ox0);
@@ -57,12 +48,9 @@ class ConvEmitter {
 
   const ConvSpec& c_;
   ConvTiling t_;
-  llvm::Module& m_;
-  llvm::LLVMContext& ctx_;
-  llvm::IRBuilder<> b_;
+  VectorCode code_;
+  llvm::IRBuilder<>& b_;
   int64_t cg_, og_;
-  llvm::Function* fn_ = nullptr;
-  llvm::VectorType* vec_ = nullptr;
   Value *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *y_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;  // channel-major, t_.vectors per channel
 };
@@ -85,22 +73,6 @@ std::vector<ColumnBlock> ConvEmitter::columnBlocks() const {
   return out;
 }
 
-void ConvEmitter::loop(int64_t count, const char* name, const std::function<void(Value*)>& body) {
-  if (count == 1) return body(i64(0));
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, name);
-  iv->addIncoming(i64(0), pre);
-  body(iv);
-  Value* next = b_.CreateAdd(iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
-  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
-  b_.CreateCondBr(b_.CreateICmpULT(next, i64(count)), header, exit);
-  iv->addIncoming(next, b_.GetInsertBlock());
-  b_.SetInsertPoint(exit);
-}
-
 // OIHW: w[o, ci, ky, kx]; OHWI: w[o, ky, kx, ci].
 Value* ConvEmitter::weightIndex(Value* o, Value* ci, Value* ky, int64_t kx) {
   if (c_.filterLast)
@@ -113,42 +85,16 @@ Value* ConvEmitter::weightIndex(Value* o, Value* ci, Value* ky, int64_t kx) {
   return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(oc, i64(c_.kh)), ky), i64(c_.kw)), i64(kx));
 }
 
-llvm::Constant* ConvEmitter::mask(const std::function<bool(int64_t)>& on) {
-  std::vector<llvm::Constant*> bits;
-  for (int64_t l = 0; l < t_.lanes; ++l) bits.push_back(b_.getInt1(on(l)));
-  return llvm::ConstantVector::get(bits);
-}
-
-llvm::Function* ConvEmitter::run(const std::string& symbol) {
-  llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo()}, false);
-  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, m_);
-  fn_->setDoesNotThrow();
-  fn_->addParamAttr(0, llvm::Attribute::NoCapture);
-  fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
-  // The blocks are written for vectors of t_.lanes floats; without this, x86
-  // code generation for CPUs that prefer 256-bit vectors splits 512-bit ones.
-  fn_->addFnAttr("min-legal-vector-width", std::to_string(32 * t_.lanes));
-  llvm::Argument* arg = fn_->getArg(0);
-  arg->setName("buffers");
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
-  vec_ = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(t_.lanes));
-  auto buffer = [&](int i, const char* name) {
-    Value* raw = b_.CreateAlignedLoad(bytePtr, b_.CreateConstInBoundsGEP1_64(bytePtr, arg, i), llvm::Align(8));
-    return b_.CreateBitCast(raw, b_.getFloatTy()->getPointerTo(), name);
-  };
-  x_ = buffer(0, "x");
-  w_ = buffer(1, "w");
-  if (c_.bias >= 0) bias_ = buffer(2, "bias");
-  y_ = buffer(3, "y");
-  // Accumulators live in allocas that SROA turns into registers.
-  for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(b_.CreateAlloca(vec_, nullptr, "acc"));
-
-  loop(c_.n, "n", [&](Value* n) {
-    loop(c_.groups, "g", [&](Value* g) { loop(c_.oh, "oy", [&](Value* oy) { emitRow(n, g, oy); }); });
+Expected<llvm::Function*> ConvEmitter::run() {
+  x_ = code_.floatBuffer(0, "x");
+  w_ = code_.floatBuffer(1, "w");
+  if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
+  y_ = code_.floatBuffer(3, "y");
+  for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(code_.accumulator());
+  code_.loop(c_.n, "n", [&](Value* n) {
+    code_.loop(c_.groups, "g", [&](Value* g) { code_.loop(c_.oh, "oy", [&](Value* oy) { emitRow(n, g, oy); }); });
   });
-  b_.CreateRetVoid();
-  return fn_;
+  return code_.finish();
 }
 
 // Every output channel of group g in output row oy: blocks of t_.channels,
@@ -158,7 +104,7 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
   auto channelBlock = [&](Value* o0, int channels) {
     for (const ColumnBlock& blk : blocks) {
       const int64_t width = int64_t{blk.vectors} * t_.lanes;
-      loop(blk.count, "ox", [&](Value* i) {
+      code_.loop(blk.count, "ox", [&](Value* i) {
         emitBlock(n, g, oy, o0, channels, blk, b_.CreateAdd(i64(blk.ox0), b_.CreateMul(i, i64(width))));
       });
     }
@@ -166,7 +112,7 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
   Value* groupBase = b_.CreateMul(g, i64(og_));
   const int64_t full = og_ / t_.channels;
   if (full > 0)
-    loop(full, "o", [&](Value* ob) {
+    code_.loop(full, "o", [&](Value* ob) {
       channelBlock(b_.CreateAdd(groupBase, b_.CreateMul(ob, i64(t_.channels))), t_.channels);
     });
   if (og_ % t_.channels != 0)
@@ -178,18 +124,16 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
 void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk,
                             Value* ox0) {
   for (int co = 0; co < channels; ++co) {
-    Value* init = llvm::Constant::getNullValue(vec_);
-    if (bias_) {
-      Value* v = b_.CreateAlignedLoad(b_.getFloatTy(), at(bias_, b_.CreateAdd(o0, i64(co))), llvm::Align(4));
-      init = b_.CreateVectorSplat(static_cast<unsigned>(t_.lanes), v);
-    }
+    Value* init = llvm::Constant::getNullValue(code_.vec());
+    if (bias_) init = code_.splat(code_.loadFloat(bias_, b_.CreateAdd(o0, i64(co))));
     for (int p = 0; p < blk.vectors; ++p) b_.CreateStore(init, acc_[static_cast<size_t>(co * t_.vectors + p)]);
   }
-  loop(c_.kh, "ky", [&](Value* ky) {
+  code_.loop(c_.kh, "ky", [&](Value* ky) {
     Value* iy = b_.CreateAdd(b_.CreateMul(oy, i64(c_.strideH)), b_.CreateSub(b_.CreateMul(ky, i64(c_.dilH)), i64(c_.padTop)));
     // Rows above or below the image read padding: nothing to add.
-    auto* inside = llvm::BasicBlock::Create(ctx_, "row", fn_);
-    auto* next = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    auto* inside = llvm::BasicBlock::Create(b_.getContext(), "row", fn);
+    auto* next = llvm::BasicBlock::Create(b_.getContext(), "row.end", fn);
     b_.CreateCondBr(b_.CreateICmpULT(iy, i64(c_.h)), inside, next);
     b_.SetInsertPoint(inside);
     emitTaps(n, g, iy, ky, o0, channels, blk, ox0);
@@ -202,14 +146,11 @@ void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channe
                                            oy),
                               i64(c_.ow));
     for (int p = 0; p < blk.vectors; ++p) {
-      Value* v = b_.CreateLoad(vec_, acc_[static_cast<size_t>(co * t_.vectors + p)]);
+      Value* v = b_.CreateLoad(code_.vec(), acc_[static_cast<size_t>(co * t_.vectors + p)]);
       const int64_t first = blk.ox0 + int64_t{p} * t_.lanes;  // of the block's first copy
-      Value* ptr = vectorAt(y_, b_.CreateAdd(row, b_.CreateAdd(ox0, i64(int64_t{p} * t_.lanes))));
-      llvm::Constant* m = mask([&](int64_t l) { return first + l < c_.ow; });
-      if (blk.clean || allOn(m))
-        b_.CreateAlignedStore(v, ptr, llvm::Align(4));
-      else
-        b_.CreateMaskedStore(v, ptr, llvm::Align(4), m);
+      Value* ptr = code_.vectorAt(y_, b_.CreateAdd(row, b_.CreateAdd(ox0, i64(int64_t{p} * t_.lanes))));
+      code_.store(v, ptr, blk.clean ? code_.mask([](int64_t) { return true; })
+                                    : code_.mask([&](int64_t l) { return first + l < c_.ow; }));
     }
   }
 }
@@ -219,34 +160,23 @@ void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channe
 // where the tap reads padding), times a broadcast filter value per channel.
 void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, int channels,
                            const ColumnBlock& blk, Value* ox0) {
-  loop(cg_, "ci", [&](Value* ci) {
+  code_.loop(cg_, "ci", [&](Value* ci) {
     Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
     Value* rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(plane, i64(c_.h)), iy), i64(c_.wd));
     for (int64_t kx = 0; kx < c_.kw; ++kx) {
       std::vector<Value*> in(static_cast<size_t>(blk.vectors), nullptr);
       for (int p = 0; p < blk.vectors; ++p) {
         const int64_t first = blk.ox0 + int64_t{p} * t_.lanes;
-        llvm::Constant* m = mask([&](int64_t l) { return laneReads(first + l, kx); });
-        if (!blk.clean && m->isNullValue()) continue;  // every lane reads padding
-        // Not inbounds: a masked load's address may lie before the row.
-        Value* ptr = vectorAt(x_, b_.CreateAdd(rowStart, b_.CreateAdd(ox0, i64(int64_t{p} * t_.lanes + tapOffset(kx)))));
-        Value*& v = in[static_cast<size_t>(p)];
-        if (blk.clean || allOn(m))
-          v = b_.CreateAlignedLoad(vec_, ptr, llvm::Align(4));
-        else
-          v = b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), m, llvm::Constant::getNullValue(vec_));
+        llvm::Constant* m = blk.clean ? code_.mask([](int64_t) { return true; })
+                                      : code_.mask([&](int64_t l) { return laneReads(first + l, kx); });
+        if (m->isNullValue()) continue;  // every lane reads padding
+        Value* ptr = code_.vectorAt(x_, b_.CreateAdd(rowStart, b_.CreateAdd(ox0, i64(int64_t{p} * t_.lanes + tapOffset(kx)))));
+        in[static_cast<size_t>(p)] = code_.load(ptr, m);
       }
       for (int co = 0; co < channels; ++co) {
-        Value* wi = weightIndex(b_.CreateAdd(o0, i64(co)), ci, ky, kx);
-        Value* wv = b_.CreateVectorSplat(static_cast<unsigned>(t_.lanes),
-                                         b_.CreateAlignedLoad(b_.getFloatTy(), at(w_, wi), llvm::Align(4)));
-        for (int p = 0; p < blk.vectors; ++p) {
-          if (!in[static_cast<size_t>(p)]) continue;
-          llvm::AllocaInst* slot = acc_[static_cast<size_t>(co * t_.vectors + p)];
-          Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_},
-                                          {wv, in[static_cast<size_t>(p)], b_.CreateLoad(vec_, slot)});
-          b_.CreateStore(sum, slot);
-        }
+        Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, ky, kx)));
+        for (int p = 0; p < blk.vectors; ++p)
+          if (Value* x = in[static_cast<size_t>(p)]) code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors + p)], wv, x);
       }
     }
   });
@@ -297,10 +227,8 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
   if (t.lanes < 1 || t.vectors < 1 || t.channels < 1) return fail("tiling with an empty block");
   const std::string symbol = symbolName(conv.name);
   if (module.getNamedValue(symbol)) return fail("the module already defines a symbol of that name");
-  llvm::Function* fn = ConvEmitter(conv.spec, t, module).run(symbol);
-  std::string problems;
-  llvm::raw_string_ostream os(problems);
-  if (llvm::verifyFunction(*fn, &os)) return fail("generated LLVM IR does not verify: " + os.str());
+  auto fn = ConvEmitter(conv.spec, t, module, symbol).run();
+  if (!fn) return fail(fn.error().message());
   return fn;
 }
 

@@ -1,0 +1,86 @@
+#include "codegen/cpu/vector_code.h"
+
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace kfuse::cpu {
+
+using llvm::Value;
+
+VectorCode::VectorCode(llvm::Module& m, const std::string& symbol, int lanes)
+    : ctx_(m.getContext()), b_(ctx_), lanes_(lanes) {
+  llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo()}, false);
+  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, m);
+  fn_->setDoesNotThrow();
+  fn_->addParamAttr(0, llvm::Attribute::NoCapture);
+  fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
+  // The blocks are written for vectors of `lanes` floats; without this, x86
+  // code generation for CPUs that prefer 256-bit vectors splits 512-bit ones.
+  fn_->addFnAttr("min-legal-vector-width", std::to_string(32 * lanes));
+  fn_->getArg(0)->setName("buffers");
+  entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry_);
+  vec_ = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(lanes));
+}
+
+Value* VectorCode::floatBuffer(int i, const char* name) {
+  llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
+  Value* slot = b_.CreateConstInBoundsGEP1_64(bytePtr, fn_->getArg(0), static_cast<uint64_t>(i));
+  return b_.CreateBitCast(b_.CreateAlignedLoad(bytePtr, slot, llvm::Align(8)), b_.getFloatTy()->getPointerTo(), name);
+}
+
+Expected<llvm::Function*> VectorCode::finish() {
+  b_.CreateRetVoid();
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyFunction(*fn_, &os)) return Error("generated LLVM IR does not verify: " + os.str());
+  return fn_;
+}
+
+void VectorCode::loop(int64_t count, const char* name, const std::function<void(Value*)>& body) {
+  if (count == 1) return body(i64(0));
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+  iv->addIncoming(i64(0), pre);
+  body(iv);
+  Value* next = b_.CreateAdd(iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+  b_.CreateCondBr(b_.CreateICmpULT(next, i64(count)), header, exit);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.SetInsertPoint(exit);
+}
+
+llvm::Constant* VectorCode::mask(const std::function<bool(int64_t)>& on) {
+  std::vector<llvm::Constant*> bits;
+  for (int64_t l = 0; l < lanes_; ++l) bits.push_back(b_.getInt1(on(l)));
+  return llvm::ConstantVector::get(bits);
+}
+
+Value* VectorCode::load(Value* ptr, llvm::Constant* m) {
+  if (m->isAllOnesValue()) return b_.CreateAlignedLoad(vec_, ptr, llvm::Align(4));
+  if (m->isNullValue()) return llvm::Constant::getNullValue(vec_);
+  return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), m, llvm::Constant::getNullValue(vec_));
+}
+
+void VectorCode::store(Value* v, Value* ptr, llvm::Constant* m) {
+  if (m->isAllOnesValue())
+    b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+  else if (!m->isNullValue())
+    b_.CreateMaskedStore(v, ptr, llvm::Align(4), m);
+}
+
+llvm::AllocaInst* VectorCode::accumulator() {
+  llvm::IRBuilder<> atEntry(entry_, entry_->begin());
+  return atEntry.CreateAlloca(vec_, nullptr, "acc");
+}
+
+void VectorCode::multiplyAdd(llvm::AllocaInst* acc, Value* a, Value* x) {
+  Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_}, {a, x, b_.CreateLoad(vec_, acc)});
+  b_.CreateStore(sum, acc);
+}
+
+}  // namespace kfuse::cpu

@@ -1,0 +1,69 @@
+// The IR-building of the CPU's hand-blocked generators (conv_emitter.h's
+// direct convolutions): one function of llvm_emitter.h's ABI whose loops
+// keep a block of outputs in vector registers. Extents are constants
+// (the generators specialise to their shapes), so loops count to constants
+// and masks for partial vectors are constant vectors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "ir/support/expected.h"
+
+namespace kfuse::cpu {
+
+class VectorCode {
+ public:
+  // Starts `void symbol(void** buffers)` in `m`, with vectors of `lanes`
+  // floats (x86 code generation splits wider vectors than it prefers
+  // unless the function says it needs them).
+  VectorCode(llvm::Module& m, const std::string& symbol, int lanes);
+
+  // Buffer i of the ABI as a float pointer.
+  llvm::Value* floatBuffer(int i, const char* name);
+  // Closes the function and verifies it; errors carry LLVM's message.
+  Expected<llvm::Function*> finish();
+
+  llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+  // for (i = 0; i < count; ++i) body(i), as a loop unless count is 1.
+  void loop(int64_t count, const char* name, const std::function<void(llvm::Value*)>& body);
+  llvm::Value* at(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(b_.getFloatTy(), base, index); }
+  // A vector at base[index] (LLVM 14's typed pointers); not inbounds: a
+  // masked access may start before its row.
+  llvm::Value* vectorAt(llvm::Value* base, llvm::Value* index) {
+    return b_.CreateBitCast(at(base, index), vec_->getPointerTo());
+  }
+  // A constant lane mask.
+  llvm::Constant* mask(const std::function<bool(int64_t lane)>& on);
+  // Loads a vector where `m` is on (zero elsewhere) and stores one; a full
+  // mask is a plain access, an empty one loads zeros.
+  llvm::Value* load(llvm::Value* ptr, llvm::Constant* m);
+  void store(llvm::Value* v, llvm::Value* ptr, llvm::Constant* m);
+  llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(static_cast<unsigned>(lanes_), scalar); }
+  llvm::Value* loadFloat(llvm::Value* base, llvm::Value* index) {
+    return b_.CreateAlignedLoad(b_.getFloatTy(), at(base, index), llvm::Align(4));
+  }
+  // acc[slot] += a * x, the accumulators living in allocas SROA turns into
+  // registers.
+  llvm::AllocaInst* accumulator();
+  void multiplyAdd(llvm::AllocaInst* acc, llvm::Value* a, llvm::Value* x);
+
+  llvm::IRBuilder<>& b() { return b_; }
+  llvm::VectorType* vec() const { return vec_; }
+  int lanes() const { return lanes_; }
+
+ private:
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_;
+  llvm::BasicBlock* entry_;
+  llvm::VectorType* vec_;
+  int lanes_;
+};
+
+}  // namespace kfuse::cpu
