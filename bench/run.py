@@ -239,7 +239,7 @@ def main():
                             check=checks[w["name"]], ms=w["ms"]))
 
     print("\n## Launches per iteration and compile time\n")
-    print("kfuse: launches the runtime counted in one iteration (kernel bundles, GEMM/conv library calls, "
+    print("kfuse: launches the runtime counted in one iteration (kernel bundles, GEMM calls, convolutions, "
           "reference ops). PyTorch: ATen operator calls of one eager iteration (torch.profiler): top level "
           "(no aten:: caller) / all (nested included). Compile: ONNX import, graph passes (autodiff included "
           "for training), plan + LLVM JIT.\n")
