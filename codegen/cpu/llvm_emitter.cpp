@@ -3,6 +3,7 @@
 #include <array>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include <llvm/Analysis/ValueTracking.h>
@@ -11,6 +12,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/kernel/index_space.h"
+#include "codegen/kernel/kept_sum.h"
 #include "codegen/cpu/scalar_emitter.h"
 #include "codegen/cpu/storage.h"
 #include "ir/support/strings.h"
@@ -160,6 +162,9 @@ class KernelEmitter {
   std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
   std::vector<llvm::AllocaInst*> columns_;  // column order: one accumulator per outer point, per reduction
   llvm::MDNode* accessGroup_ = nullptr;     // the buffers' loads and stores, once a loop is parallel
+  // Row order: a sum each element store reads back instead of recomputing
+  // it (codegen/kernel/kept_sum.h).
+  std::optional<kernel::KeptSum> keptSum_;
 };
 
 // Column order bounds its accumulator arrays (on the stack) to this many
@@ -174,6 +179,7 @@ class KernelEmitter::Site {
         scalars_(e.b_, [this](const ScalarNode& n) { return leaf(n); }) {}
 
   Value* eval(const ScalarRef& e) { return scalars_.emit(*e); }
+  void seed(const ScalarNode& n, Value* v) { scalars_.seed(n, v); }
 
   Value* elementPtr(size_t access, int buffer) {
     llvm::Type* t = storageTypeOf(e_.ctx_, e_.k_.buffers[static_cast<size_t>(buffer)].type.dtype);
@@ -251,6 +257,7 @@ llvm::Function* KernelEmitter::run() {
   for (const auto& g : k_.globals) initGlobal(g, "global");
 
   invariantLoads_.assign(k_.loads.size(), nullptr);
+  if (!columnOrder()) keptSum_ = kernel::findKeptSum(k_);
   if (!loops_.outer.empty()) {
     hoistInvariantLoads();
     if (!k_.prologue.empty()) emitPrologue();
@@ -520,6 +527,7 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
     slots.push_back(slot(init->getType(), "acc"));
     b_.CreateStore(init, slots.back());
   }
+  const bool keeping = keptSum_ && keptSum_->reduction >= first && keptSum_->reduction < last;
   if (!loops_.reduce.empty()) {
     emitNest(loops_.reduce, 0, p, [&](const Point& q) {
       Site site(*this, q);
@@ -532,7 +540,17 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
                                : reassociable(combine(b_, red.combiner, types[i], acc, v));
         b_.CreateStore(next, slots[i]);
       }
-    }, loops_.reduce.dims.size());
+      if (keeping) {
+        const kernel::Store& store = k_.stores[keptSum_->store];
+        const ScalarRef& kept = k_.reductions[keptSum_->reduction].value;
+        emitStoreElement(b_, site.elementPtr(k_.loads.size() + keptSum_->store, store.buffer), site.eval(kept),
+                         kept->type, kept->type);
+      }
+      // Keeping, the loop's iterations still touch disjoint memory (each
+      // writes its own output element after reading its own inputs): it may
+      // be marked parallel, so LLVM vectorises it without alias checks that
+      // an in-place output would fail.
+    }, keeping ? 0 : loops_.reduce.dims.size());
   }
   for (size_t r = first; r < last; ++r) {
     size_t i = r - first;
@@ -560,6 +578,12 @@ void KernelEmitter::emitElementStores(const Point& p) {
   if (!any || loops_.reduce.empty()) return;
   emitNest(loops_.reduce, 0, p, [&](const Point& q) {
     Site site(*this, q);
+    if (keptSum_) {
+      const kernel::Store& store = k_.stores[keptSum_->store];
+      const ScalarRef& kept = k_.reductions[keptSum_->reduction].value;
+      site.seed(*keptSum_->inStore,
+                emitLoadElement(b_, site.elementPtr(k_.loads.size() + keptSum_->store, store.buffer), kept->type));
+    }
     emitStores(site, StoreScope::Element);
   }, loops_.reduce.dims.size());
 }

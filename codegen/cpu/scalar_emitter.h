@@ -35,6 +35,9 @@ class ScalarEmitter {
 
   // `n` must have passed checkEmittable.
   llvm::Value* emit(const ScalarNode& n);
+  // Makes `v` the value of `n` (a node computed earlier and kept), so that
+  // emit() of any expression containing `n` does not compute it again.
+  void seed(const ScalarNode& n, llvm::Value* v) { memo_[&n] = v; }
 
  private:
   llvm::Value* emitNode(const ScalarNode& n);

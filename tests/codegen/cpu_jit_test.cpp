@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -13,6 +14,8 @@
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/llvm_emitter.h"
 #include "codegen/kernel/index_space.h"
+#include "codegen/kernel/kept_sum.h"
+#include "codegen/kernel/kernel_eval.h"
 #include "tests/codegen/jit_harness.h"
 #include "tests/codegen/kernel_builder.h"
 
@@ -184,6 +187,44 @@ TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
   runCompiled(compiled->functions[0], first);
   runCompiled(compiled->functions[0], second);
   EXPECT_TRUE(outputsMatch(softmax, first, second, Tolerance::exact()));
+}
+
+// Softmax's element store recomputes the exponentials its sum added up; the
+// sum loop keeps them in the output and the store reads them back
+// (kernel::findKeptSum), also when the output is written in place over the
+// input: each element is replaced after its last read. Kernels where a
+// store also reads a load, or with row-level work, keep recomputing.
+TEST(CpuJit, SoftmaxKeepsTheExponentialsItSums) {
+  Kernel softmax = softmaxKernel(8, 100, DType::F32);
+  auto kept = kernel::findKeptSum(softmax);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->reduction, 1u);
+  EXPECT_EQ(kept->inStore->op, ScalarOp::Exp);
+  EXPECT_FALSE(kernel::findKeptSum(layerNormKernel(8, 100)));   // row stores (mean, rstd)
+  EXPECT_FALSE(kernel::findKeptSum(meanLossKernel(8, 10)));     // globals
+  EXPECT_FALSE(kernel::findKeptSum(softmaxKernel(8, 100, DType::F16)));  // keeping would round
+
+  KernelBuilder b("softmax_plus_x", {8}, {100});
+  int x = b.input(DType::F32, {8, 100});
+  int y = b.output(DType::F32, {8, 100});
+  Scalar v = b.loadAxes(x, {0, 1});
+  Scalar m = b.reduce(Combiner::Max, v);
+  Scalar s = b.reduce(Combiner::Sum, exp(v - m));
+  b.storeAxes(y, {0, 1}, exp(v - m) / s + v);  // reads x again: in place, it would read a kept value
+  EXPECT_FALSE(kernel::findKeptSum(b.build()));
+
+  EXPECT_TRUE(matchesInterpreter(softmax, Tolerance{1e-6, 1e-7}, 3, {-10, 10}));
+  auto compiled = sharedJit().compile(std::span(&softmax, 1));
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  std::vector<Tensor> buffers = randomBuffers(softmax, 4, {-10, 10});
+  std::vector<Tensor> want = buffers;
+  std::vector<Tensor*> wantPtrs = {&want[0], &want[1]};
+  ASSERT_TRUE(kernel::evaluateKernel(softmax, wantPtrs));
+  Tensor inPlace = buffers[0];
+  void* args[] = {inPlace.data(), inPlace.data()};
+  compiled->functions[0](args);
+  for (int64_t i = 0; i < inPlace.numElements(); ++i)
+    EXPECT_NEAR(inPlace.at(i), want[1].at(i), 1e-6 * std::fabs(want[1].at(i)) + 1e-7) << i;
 }
 
 // A transpose that keeps rows of 32 contiguous floats ([64,16,32] ->

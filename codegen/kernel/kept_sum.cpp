@@ -1,0 +1,61 @@
+#include "codegen/kernel/kept_sum.h"
+
+#include <cmath>
+
+#include "codegen/kernel/index_space.h"
+
+namespace kfuse::kernel {
+namespace {
+
+// The node of `root` that computes what `target` does, or null.
+const ScalarNode* findSame(const ScalarNode& root, const ScalarNode& target) {
+  if (sameExpr(root, target)) return &root;
+  for (const ScalarRef& a : root.args)
+    if (const ScalarNode* n = findSame(*a, target)) return n;
+  return nullptr;
+}
+
+// Whether `root` reads a load (an Input leaf below `firstAccumulator`)
+// anywhere but inside an expression equal to `kept`.
+bool readsLoads(const ScalarNode& root, const ScalarNode& kept, size_t firstAccumulator) {
+  if (sameExpr(root, kept)) return false;
+  if (root.op == ScalarOp::Input && static_cast<size_t>(root.input) < firstAccumulator) return true;
+  for (const ScalarRef& a : root.args)
+    if (readsLoads(*a, kept, firstAccumulator)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool sameExpr(const ScalarNode& a, const ScalarNode& b) {
+  if (&a == &b) return true;
+  if (a.op != b.op || a.type != b.type || a.input != b.input || a.args.size() != b.args.size()) return false;
+  if (a.op == ScalarOp::Const && a.constant != b.constant && !(std::isnan(a.constant) && std::isnan(b.constant)))
+    return false;
+  for (size_t i = 0; i < a.args.size(); ++i)
+    if (!sameExpr(*a.args[i], *b.args[i])) return false;
+  return true;
+}
+
+std::optional<KeptSum> findKeptSum(const Kernel& k) {
+  if (k.reduce.empty() || k.reductions.empty() || k.stores.size() != 1 || !k.globals.empty() || !k.prologue.empty())
+    return std::nullopt;
+  const Store& store = k.stores[0];
+  const DType storage = k.buffers[static_cast<size_t>(store.buffer)].type.dtype;
+  if (store.scope != StoreScope::Element || (storage != DType::F32 && storage != DType::F64)) return std::nullopt;
+  for (size_t d = k.outer.size(); d < k.numDims(); ++d)
+    if (!store.map.dependsOn(d) && k.reduce[d - k.outer.size()] > 1) return std::nullopt;
+  const auto [first, last] = reductionGroups(k).back();
+  for (size_t r = first; r < last; ++r) {
+    const Reduction& red = k.reductions[r];
+    if (red.combiner != Combiner::Sum || red.value->type != storage) continue;
+    const ScalarNode* inStore = findSame(*store.value, *red.value);
+    // A bare load is read again as cheaply as it would be kept.
+    if (!inStore || inStore->op == ScalarOp::Input || readsLoads(*store.value, *red.value, k.firstAccumulator()))
+      continue;
+    return KeptSum{r, 0, inStore};
+  }
+  return std::nullopt;
+}
+
+}  // namespace kfuse::kernel

@@ -1,0 +1,35 @@
+// A row kernel whose element store recomputes what one of its sums added up
+// (softmax: acc = sum exp(x - max), store exp(x - max) / acc). A code
+// generator may store each summed value into the output element while it
+// sums, and read it back for the store, instead of computing it twice
+// (codegen/cpu/llvm_emitter.cpp does; libmvec's exponentials were a
+// quarter of an attention softmax).
+#pragma once
+
+#include <optional>
+
+#include "codegen/kernel/kernel_ir.h"
+
+namespace kfuse::kernel {
+
+struct KeptSum {
+  size_t reduction = 0;                 // a Sum of the last reduction group
+  size_t store = 0;                     // the Element store that recomputes it
+  const ScalarNode* inStore = nullptr;  // the store's node computing the same
+};
+
+// Only where nothing can read the output's memory between the sum's write
+// and the store: the kernel has reduce dims, one store (Element scope,
+// moving with every reduce dim of extent above 1: an element per reduce
+// point), no globals, and the store reads no load but through the kept
+// value (so an output written in place over an input replaces each element
+// after that input's last read); the output's storage is the value's own
+// type, so keeping it rounds nothing.
+std::optional<KeptSum> findKeptSum(const Kernel& k);
+
+// Whether two expressions compute the same (equal ops, types, constants and
+// leaves, recursively): a kernel's reductions and stores are lowered
+// separately and share no nodes.
+bool sameExpr(const ScalarNode& a, const ScalarNode& b);
+
+}  // namespace kfuse::kernel
