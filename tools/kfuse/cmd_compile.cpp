@@ -18,8 +18,9 @@ namespace kfuse::cli {
 namespace {
 
 struct CompileArgs {
-  std::string model, output, target = "cpu", layout = "auto", cpu, arch = "sm_90";
-  bool train = false, noFuse = false, noInplace = false, keepLLVMIR = false;
+  std::string model, output, target = "cpu", cpu, arch = "sm_90";
+  PlanningFlags planning;
+  bool train = false, keepLLVMIR = false;
   int64_t batch = 0;
   int threads = 0;
   std::vector<std::string> shapes;
@@ -29,9 +30,9 @@ struct CompileArgs {
 
 // What the meta records as "options": the choices that shaped the code.
 std::string describeOptions(const CompileArgs& a) {
-  std::string s = str("--target=", a.target, " --layout=", a.layout);
-  if (a.noFuse) s += " --no-fuse";
-  if (a.noInplace) s += " --no-inplace";
+  std::string s = str("--target=", a.target, " --layout=", a.planning.layout);
+  if (a.planning.noFuse) s += " --no-fuse";
+  if (a.planning.noInplace) s += " --no-inplace";
   if (a.target == "cpu" && !a.cpu.empty()) s += " --cpu=" + a.cpu;
   if (a.target == "cuda") s += " --arch=" + a.arch;
   if (a.batch > 0) s += str(" --batch=", a.batch);
@@ -73,9 +74,9 @@ int runCompile(const CompileArgs& a) {
   if (a.output == a.model) return fail(Error("-o names the model itself; choose another file for the package"));
   PackageCompileOptions o;
   o.target = a.target;
-  o.fuse = !a.noFuse;
-  o.layout = a.layout;
-  o.inplace = !a.noInplace;
+  o.fuse = !a.planning.noFuse;
+  o.layout = a.planning.layout;
+  o.inplace = !a.planning.noInplace;
   o.cpu = a.cpu;
   o.arch = a.arch;
   o.keepLLVMIR = a.keepLLVMIR;
@@ -123,9 +124,7 @@ Action addCompileCommand(CLI::App& app) {
   addOptimizerFlags(cmd, a->opt);
   cmd->add_option("--batch", a->batch, "Set the batch dimension of the first input (packages have static shapes)");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,...: binds an ONNX input's dynamic dimensions");
-  cmd->add_flag("--no-fuse", a->noFuse, "Compile without the fusion pass: one launch per op");
-  cmd->add_option("--layout", a->layout, "Image layout: auto, nchw or nhwc");
-  cmd->add_flag("--no-inplace", a->noInplace, "Never let a step write its output over an input");
+  addPlanningFlags(cmd, a->planning);
   cmd->add_option("--cpu", a->cpu,
                   "cpu: the CPU to compile for, by LLVM's name (x86-64-v3, skylake-avx512; default: this machine)");
   cmd->add_option("--arch", a->arch, "cuda: the GPU architecture of the CUBIN: sm_80, sm_89 or sm_90 (default)");

@@ -31,9 +31,8 @@ struct RunArgs {
   std::string outputFormat;  // npy or pb; default: pb when every input is .pb
   std::string function;
   std::string target;  // default: defaultTarget(), or a package's own
-  bool noFuse = false;
-  std::string layout = "auto";
-  bool noInplace = false, poison = false;
+  PlanningFlags planning;
+  bool poison = false;
   CudaFlags cuda;
   InstrumentationFlags instr;
 };
@@ -117,10 +116,10 @@ int runRun(const RunArgs& a) {
   if (Status v = a.instr.validate(); !v) return reportError("run", v.error());
   if (isPackagePath(a.model)) return runPackage(a, format);
   std::string target = a.target.empty() ? defaultTarget() : a.target;
-  auto backend = backendFor(target, !a.noFuse, a.layout);
+  auto backend = backendFor(target, !a.planning.noFuse, a.planning.layout);
   if (!backend) return reportError("run", backend.error());
   ExecutionOptions exec;
-  exec.inplace = !a.noInplace;
+  exec.inplace = !a.planning.noInplace;
   exec.poison = a.poison;
   if (Status s = applyCudaFlags(a.cuda, target, exec); !s) return reportError("run", s.error());
   auto executor = createExecutor(target, exec);
@@ -161,9 +160,7 @@ Action addRunCommand(CLI::App& app) {
                   "npy or pb (default: pb when every input is a .pb file, else npy)");
   cmd->add_option("--function", a->function, "Function to run (default: the first)");
   cmd->add_option("--target", a->target, str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
-  cmd->add_flag("--no-fuse", a->noFuse, "Compile without the fusion pass: one launch per op");
-  cmd->add_option("--layout", a->layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
-  cmd->add_flag("--no-inplace", a->noInplace, "Never let a step write its output over an input");
+  addPlanningFlags(cmd, a->planning);
   addPoisonFlag(cmd, a->poison);
   addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);

@@ -28,10 +28,10 @@ struct TrainArgs {
   OptimizerFlags opt;
   double lr = 0.01;
   int64_t epochs = 1, batch = 0;
-  bool noShuffle = false, allowNaN = false, noFuse = false, noInplace = false, poison = false;
+  bool noShuffle = false, allowNaN = false, poison = false;
+  PlanningFlags planning;
   uint64_t seed = 0;
   std::string initWeights, saveWeights, logJson, target = defaultTarget();
-  std::string layout = "auto";
   std::vector<std::string> shapes;
   CudaFlags cuda;
   InstrumentationFlags instr;
@@ -42,11 +42,11 @@ Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   KF_ASSIGN_OR_RETURN(o.training, trainingOptions(a.opt));
   if (!(a.lr > 0)) return Error(str("--lr must be positive, got ", a.lr));
   o.target = a.target;
-  o.execution.inplace = !a.noInplace;
+  o.execution.inplace = !a.planning.noInplace;
   o.execution.poison = a.poison;
   KF_RETURN_IF_ERROR(applyCudaFlags(a.cuda, a.target, o.execution));
-  o.fuse = !a.noFuse;
-  o.layout = a.layout;
+  o.fuse = !a.planning.noFuse;
+  o.layout = a.planning.layout;
   o.instrumentation = a.instr.toInstrumentation();
   o.stopOnNonFinite = !a.allowNaN;
   return o;
@@ -263,10 +263,7 @@ Action addTrainCommand(CLI::App& app) {
   cmd->add_option("--log-json", a->logJson, "Write one JSON record per step and per epoch (JSON Lines)");
   cmd->add_option("--target", a->target,
                   str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
-  cmd->add_flag("--no-fuse", a->noFuse, "Compile the step without the fusion pass: one launch per op");
-  cmd->add_option("--layout", a->layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
-  cmd->add_flag("--no-inplace", a->noInplace,
-                "Never let a step write its output over an input (optimizer updates included)");
+  addPlanningFlags(cmd, a->planning);
   addPoisonFlag(cmd, a->poison);
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");

@@ -38,6 +38,14 @@ struct CudaFlags {
   bool cudaGraph = false;
 };
 void addCudaFlags(CLI::App* cmd, CudaFlags& f);
+// How run, train and compile plan a model: --no-fuse, --layout and
+// --no-inplace, registered on `cmd` with one wording.
+struct PlanningFlags {
+  bool noFuse = false;
+  std::string layout = "auto";
+  bool noInplace = false;
+};
+void addPlanningFlags(CLI::App* cmd, PlanningFlags& f);
 // --poison (runtime/poison.h); `poison` starts at the build's default.
 void addPoisonFlag(CLI::App* cmd, bool& poison);
 // Errors when a flag is given for another target than cuda; else copies

@@ -30,6 +30,13 @@ Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOp
   return Status::ok();
 }
 
+void addPlanningFlags(CLI::App* cmd, PlanningFlags& f) {
+  cmd->add_flag("--no-fuse", f.noFuse, "Compile without the fusion pass: one launch per op");
+  cmd->add_option("--layout", f.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
+  cmd->add_flag("--no-inplace", f.noInplace,
+                "Never let a step write its output over an input (optimizer updates included)");
+}
+
 void addPoisonFlag(CLI::App* cmd, bool& poison) {
   poison = poisonByDefault();
   cmd->add_flag("--poison", poison,
