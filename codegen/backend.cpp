@@ -181,11 +181,11 @@ Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_vie
   std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
   if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}, {}};
   if (target == "cpu")
-    return Backend{"cpu",    fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, {},
+    return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, {},
                    cpuConvWorkspace()};
 #if KFUSE_HAS_CUDA
   if (target == "cuda")
-    return Backend{"cuda",     fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource, cudaDeviceBytes,
+    return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource, cudaDeviceBytes,
                    noConvWorkspace()};
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));

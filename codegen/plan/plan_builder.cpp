@@ -220,7 +220,8 @@ class PlanBuilder {
       s.kind = StepKind::Conv;
       KF_ASSIGN_OR_RETURN(s.conv, convSpec(n, operands, out));
       // One image-group's patch matrix at a time (runtime/cpu_conv.h),
-      // computed in f32 for every dtype but f64.
+      // computed in f32 for every dtype but f64, unless the target's
+      // convolution reads none (PlanOptions::convWorkspace).
       const ConvSpec& c = s.conv;
       if (opts_.convWorkspace && !opts_.convWorkspace(c, n.result()->type().dtype)) return Status::ok();
       int64_t taps = c.c / c.groups * c.kh * c.kw, pixels = c.oh * c.ow;
