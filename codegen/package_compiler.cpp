@@ -66,15 +66,15 @@ class Progress {
 };
 
 #if KFUSE_HAS_LLVM_JIT
-// Every kernel and direct convolution of every plan, named by kernelSymbol
-// and convSymbol, in units compiled in parallel (one LLVM module each),
-// linked into one shared object.
 // The machine a cpu package is compiled for: --cpu's, or this one.
 Expected<cpu::CpuTarget> cpuTargetOf(const PackageCompileOptions& o) {
   if (o.cpu.empty()) return cpu::CpuTarget::host();
   return cpu::CpuTarget::named(o.cpu);
 }
 
+// Every kernel and direct convolution of every plan, named by kernelSymbol
+// and convSymbol, in units compiled in parallel (one LLVM module each),
+// linked into one shared object.
 Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, const cpu::CpuTarget& target,
                   const cpu::ConvTiling& tiling, PackageContents& out, CompiledPackage& stats) {
   KF_ASSIGN_OR_RETURN(out.meta.cpuFeatures, cpu::enabledFeatures(target));
@@ -91,7 +91,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
     fns[f].directConvs = cpu::directConvSteps(plan, tiling);
     for (size_t s : fns[f].directConvs) convs.push_back({packageConvName(f, s), plan.steps[s].conv, tiling});
   }
-  // Units of a few functions each: enough to keep every thread busy, few
+  // Units of a few kernels each: enough to keep every thread busy, few
   // enough that each LLVM module is worth its fixed cost. Convolutions, far
   // larger once generated, go one per unit.
   size_t threads = threadCount(o.threads);

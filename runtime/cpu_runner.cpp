@@ -219,7 +219,7 @@ Expected<InterpreterResult> CpuRunner::run(const Module& m, const std::vector<Te
     if (static_cast<int>(i) == firstParamWrite_ && guardFails()) return outputsOnly();
     // The step alone: poisoning after it is a debug cost, not the step's.
     Clock::time_point start = opts_.profile ? Clock::now() : Clock::time_point{};
-    if (Status st = runStep(s, f); !st) return st.error().context(str("step ", s.name));
+    if (Status st = runStep(i, f); !st) return st.error().context(str("step ", s.name));
     if (opts_.profile) runTimes_[i] = std::chrono::duration<double>(Clock::now() - start).count();
     ++launches_;
     if (opts_.poison)
@@ -271,15 +271,15 @@ std::shared_ptr<Tensor> CpuRunner::updateTensor(size_t u, const std::byte* p, co
   return value;
 }
 
-Status CpuRunner::runStep(const Step& s, Frame& f) {
+Status CpuRunner::runStep(size_t index, Frame& f) {
+  const Step& s = plan_->steps[index];
   switch (s.kind) {
     case StepKind::Kernels:
       for (size_t k = 0; k < s.kernels.size(); ++k) KF_RETURN_IF_ERROR(runKernel(s.kernels[k], s.kernelBuffers[k], f));
       return Status::ok();
     case StepKind::Gemm:
     case StepKind::Conv:
-      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(s.gemm, f)
-                                                  : runConv(s.conv, convs_[static_cast<size_t>(&s - plan_->steps.data())], f));
+      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(s.gemm, f) : runConv(s.conv, convs_[index], f));
       if (!s.kernels.empty()) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
       return Status::ok();
     case StepKind::Reference: return runReference(s, f);

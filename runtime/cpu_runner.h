@@ -96,7 +96,7 @@ class CpuRunner {
 
  private:
   struct Frame;
-  Status runStep(const Step& s, Frame& f);
+  Status runStep(size_t index, Frame& f);
   Status runKernel(int kernel, const std::vector<int>& buffers, Frame& f);
   Status runGemm(const GemmSpec& g, Frame& f);
   Status runConv(const ConvSpec& c, KernelFn direct, Frame& f);

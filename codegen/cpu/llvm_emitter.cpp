@@ -144,6 +144,7 @@ class KernelEmitter {
   void emitFinalStores();
   void hoistInvariantLoads();
   void emitStores(Site& site, StoreScope scope);
+  Value* keptElement(Site& site);
   void foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v);
   llvm::AllocaInst* slot(DType t, const char* name);
   // `count` > 1: an array of that many.
@@ -541,10 +542,8 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
         b_.CreateStore(next, slots[i]);
       }
       if (keeping) {
-        const kernel::Store& store = k_.stores[keptSum_->store];
         const ScalarRef& kept = k_.reductions[keptSum_->reduction].value;
-        emitStoreElement(b_, site.elementPtr(k_.loads.size() + keptSum_->store, store.buffer), site.eval(kept),
-                         kept->type, kept->type);
+        emitStoreElement(b_, keptElement(site), site.eval(kept), kept->type, kept->type);
       }
       // Keeping, the loop's iterations still touch disjoint memory (each
       // writes its own output element after reading its own inputs): it may
@@ -572,18 +571,19 @@ void KernelEmitter::emitStores(Site& site, StoreScope scope) {
   }
 }
 
+// The output element a kept sum's value goes to at the site (its store's).
+Value* KernelEmitter::keptElement(Site& site) {
+  return site.elementPtr(k_.loads.size() + keptSum_->store, k_.stores[keptSum_->store].buffer);
+}
+
 void KernelEmitter::emitElementStores(const Point& p) {
   bool any = false;
   for (const auto& s : k_.stores) any |= s.scope == StoreScope::Element;
   if (!any || loops_.reduce.empty()) return;
   emitNest(loops_.reduce, 0, p, [&](const Point& q) {
     Site site(*this, q);
-    if (keptSum_) {
-      const kernel::Store& store = k_.stores[keptSum_->store];
-      const ScalarRef& kept = k_.reductions[keptSum_->reduction].value;
-      site.seed(*keptSum_->inStore,
-                emitLoadElement(b_, site.elementPtr(k_.loads.size() + keptSum_->store, store.buffer), kept->type));
-    }
+    if (keptSum_)
+      site.seed(*keptSum_->inStore, emitLoadElement(b_, keptElement(site), keptSum_->inStore->type));
     emitStores(site, StoreScope::Element);
   }, loops_.reduce.dims.size());
 }
