@@ -8,6 +8,7 @@
 #include "passes/layout_cost.h"
 #include "passes/pass_registry.h"
 #include "runtime/cpu_runner.h"
+#include "runtime/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
 #include "codegen/cpu/jit.h"
@@ -89,20 +90,26 @@ class CpuExecutor : public Executor {
   }
 
 #if KFUSE_HAS_LLVM_JIT
-  // All of a plan's kernels and direct convolutions in one LLVM module,
-  // compiled once.
+  // All of a plan's kernels, direct convolutions and packed GEMMs in one
+  // LLVM module, compiled once.
   Expected<CpuFunctions> compile(const Plan& plan) {
-    KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(cpu::CpuTarget::host()));
-    std::vector<size_t> steps = cpu::directConvSteps(plan, tiling);
+    const cpu::CpuTarget& host = cpu::CpuTarget::host();
+    KF_ASSIGN_OR_RETURN(cpu::ConvTiling convTiling, cpu::convTilingFor(host));
+    KF_ASSIGN_OR_RETURN(cpu::GemmTiling gemmTiling, cpu::gemmTilingFor(host));
+    std::vector<size_t> convSteps = cpu::directConvSteps(plan, convTiling);
+    std::vector<size_t> gemmSteps = packedGemmSteps(plan);
     std::vector<cpu::DirectConv> convs;
-    for (size_t s : steps) convs.push_back({str("conv_step", s), plan.steps[s].conv, tiling});
-    if (plan.kernels.empty() && convs.empty()) return CpuFunctions{};
+    for (size_t s : convSteps) convs.push_back({str("conv_step", s), plan.steps[s].conv, convTiling});
+    std::vector<cpu::PackedGemm> gemms;
+    for (size_t s : gemmSteps) gemms.push_back(cpu::packedGemmOf(plan, s, str("gemm_step", s), gemmTiling));
+    if (plan.kernels.empty() && convs.empty() && gemms.empty()) return CpuFunctions{};
     if (!jit_) {
       KF_ASSIGN_OR_RETURN(jit_, cpu::CpuJit::create());
     }
-    KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, jit_->compile(cpu::CodeBatch{plan.kernels, convs}));
+    KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, jit_->compile(cpu::CodeBatch{plan.kernels, convs, gemms}));
     CpuFunctions code{std::move(compiled.functions), std::vector<KernelFn>(plan.steps.size(), nullptr)};
-    for (size_t i = 0; i < steps.size(); ++i) code.convs[steps[i]] = compiled.convs[i];
+    for (size_t i = 0; i < convSteps.size(); ++i) code.steps[convSteps[i]] = compiled.convs[i];
+    for (size_t i = 0; i < gemmSteps.size(); ++i) code.steps[gemmSteps[i]] = compiled.gemms[i];
     return code;
   }
   std::unique_ptr<cpu::CpuJit> jit_;
@@ -128,14 +135,26 @@ std::string defaultTarget() { return "cpu"; }
 
 namespace {
 
-// The kernels, then how the host runs each convolution.
+// The kernels, then how the host runs each GEMM and convolution.
 Expected<std::string> kernelIR(const Plan& plan) {
   std::string out;
   for (const kernel::Kernel& k : plan.kernels) out += kernel::printKernel(k) + "\n";
 #if KFUSE_HAS_LLVM_JIT
   KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(cpu::CpuTarget::host()));
+  KF_ASSIGN_OR_RETURN(cpu::GemmTiling gemmTiling, cpu::gemmTilingFor(cpu::CpuTarget::host()));
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
+    if (step.kind == StepKind::Gemm) {
+      auto epilogue = packedEpilogue(plan, s);
+      out += str("gemm step ", s, " (", step.name, "): ",
+                 packedGemmFits(plan, s) ? cpu::describePackedGemm(step.gemm, gemmTiling, static_cast<bool>(epilogue))
+                                         : std::string("BLAS"),
+                 packedGemmFits(plan, s) && !step.kernels.empty() && !epilogue
+                     ? str("; epilogue after the GEMM: ", epilogue.error().message())
+                     : std::string(),
+                 "\n");
+      continue;
+    }
     if (step.kind != StepKind::Conv) continue;
     DType dt = plan.buffers[static_cast<size_t>(step.conv.y)].type.dtype;
     out += str("conv step ", s, " (", step.name, "): ",
@@ -174,6 +193,15 @@ ConvWorkspacePolicy cpuConvWorkspace() {
   return {};
 }
 
+Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan) {
+  DeviceBytes d;
+#if KFUSE_HAS_LLVM_JIT
+  d.packedWeights = packedBytes(plan, packedGemmSteps(plan));
+#endif
+  d.total = memoryReport(plan, {}).predictedPeak + d.packedWeights;
+  return d;
+}
+
 Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_view layout) {
   KF_RETURN_IF_ERROR(parseLayoutMode(layout).status());
   // Layout selection after simplification and before fusion, with the
@@ -181,7 +209,7 @@ Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_vie
   std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
   if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}, {}};
   if (target == "cpu")
-    return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, {},
+    return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, cpuDeviceBytes,
                    cpuConvWorkspace()};
 #if KFUSE_HAS_CUDA
   if (target == "cuda")

@@ -29,7 +29,8 @@ struct Backend {
   std::function<Expected<std::string>(const Plan&)> kernelSource;
   // What the target's device allocates to run a plan, when it is more than
   // the plan's two regions (cuda: scratch and cuBLASLt workspace, from the
-  // emitted program; no GPU needed). Empty: the regions alone (cpu).
+  // emitted program, no GPU needed; cpu: packed GEMM weights). Empty: the
+  // regions alone.
   std::function<Expected<DeviceBytes>(const Plan&)> deviceBytes;
   // Which convolutions need an im2col workspace in this target's plans.
   ConvWorkspacePolicy convWorkspace;
@@ -37,6 +38,10 @@ struct Backend {
   // How this target's plans are built.
   PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace}; }
 };
+
+// What the cpu target allocates to run `plan` on this machine: the two
+// regions and, with LLVM, a packed copy of each packed GEMM's B.
+Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan);
 
 // The cpu target's policy on this machine: a workspace for the convolutions
 // that get no generated direct convolution (all of them without LLVM).

@@ -10,6 +10,7 @@
 #include "codegen/plan/plan_builder.h"
 #include "codegen/plan/plan_pass.h"
 #include "ir/support/strings.h"
+#include "runtime/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
 #include "codegen/cpu/compile.h"
@@ -73,7 +74,7 @@ Expected<cpu::CpuTarget> cpuTargetOf(const PackageCompileOptions& o) {
 }
 
 // Every kernel and direct convolution of every plan, named by kernelSymbol
-// and convSymbol, in units compiled in parallel (one LLVM module each),
+// and stepSymbol, in units compiled in parallel (one LLVM module each),
 // linked into one shared object.
 Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, const cpu::CpuTarget& target,
                   const cpu::ConvTiling& tiling, PackageContents& out, CompiledPackage& stats) {
@@ -82,6 +83,8 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
   out.meta.cpuName = target.cpu;
   std::vector<kernel::Kernel> kernels;
   std::vector<cpu::DirectConv> convs;
+  std::vector<cpu::PackedGemm> gemms;
+  KF_ASSIGN_OR_RETURN(cpu::GemmTiling gemmTiling, cpu::gemmTilingFor(target));
   for (size_t f = 0; f < fns.size(); ++f) {
     const Plan& plan = *fns[f].plan;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
@@ -89,11 +92,13 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
       kernels.back().name = packageKernelName(f, k);
     }
     fns[f].directConvs = cpu::directConvSteps(plan, tiling);
-    for (size_t s : fns[f].directConvs) convs.push_back({packageConvName(f, s), plan.steps[s].conv, tiling});
+    for (size_t s : fns[f].directConvs) convs.push_back({packageStepName(f, s), plan.steps[s].conv, tiling});
+    fns[f].packedGemms = packedGemmSteps(plan);
+    for (size_t s : fns[f].packedGemms) gemms.push_back(cpu::packedGemmOf(plan, s, packageStepName(f, s), gemmTiling));
   }
   // Units of a few kernels each: enough to keep every thread busy, few
-  // enough that each LLVM module is worth its fixed cost. Convolutions, far
-  // larger once generated, go one per unit.
+  // enough that each LLVM module is worth its fixed cost. Convolutions and
+  // GEMMs, far larger once generated, go one per unit.
   size_t threads = threadCount(o.threads);
   size_t chunks = std::clamp<size_t>((kernels.size() + 3) / 4, 1, 4 * threads);
   std::vector<cpu::CodeBatch> parts;
@@ -103,6 +108,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
     begin = end;
   }
   for (const cpu::DirectConv& c : convs) parts.push_back({{}, std::span<const cpu::DirectConv>(&c, 1)});
+  for (const cpu::PackedGemm& g : gemms) parts.push_back({{}, {}, std::span<const cpu::PackedGemm>(&g, 1)});
   if (parts.empty()) parts.push_back({});
   std::vector<Expected<cpu::ObjectCode>> objects(parts.size(), Error("not compiled"));
   Progress progress(o, parts.size());
@@ -112,9 +118,10 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
   auto work = [&] {
     for (size_t i; (i = next++) < parts.size();) {
       objects[i] = cpu::emitObject(parts[i], target, co);
-      progress.done(parts[i].convs.empty()
-                        ? str("LLVM module ", i + 1, " (", parts[i].kernels.size(), " kernels)")
-                        : str("LLVM module ", i + 1, " (direct convolution @", parts[i].convs[0].name, ")"));
+      const cpu::CodeBatch& p = parts[i];
+      progress.done(!p.convs.empty()   ? str("LLVM module ", i + 1, " (direct convolution @", p.convs[0].name, ")")
+                    : !p.gemms.empty() ? str("LLVM module ", i + 1, " (packed GEMM @", p.gemms[0].name, ")")
+                                       : str("LLVM module ", i + 1, " (", p.kernels.size(), " kernels)"));
     }
   };
   std::vector<std::thread> pool;
@@ -129,6 +136,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
   KF_ASSIGN_OR_RETURN(out.cpuSharedObject, cpu::linkSharedObject(bytes));
   stats.kernels = kernels.size();
   stats.directConvs = convs.size();
+  stats.packedGemms = gemms.size();
   stats.units = parts.size();
   return Status::ok();
 }

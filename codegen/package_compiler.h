@@ -49,6 +49,7 @@ struct CompiledPackage {
   size_t functions = 0;
   size_t kernels = 0;      // generated kernels over all plans
   size_t directConvs = 0;  // cpu: convolutions generated as direct convolutions
+  size_t packedGemms = 0;  // cpu: GEMMs generated to read a packed B
   size_t units = 0;        // compilation units (LLVM modules or NVRTC programs)
   size_t launches = 0;     // per run of every function, summed
 };

@@ -11,6 +11,7 @@
 #include "codegen/kernel/kernel_eval.h"
 #include "runtime/blas.h"
 #include "runtime/cpu_conv.h"
+#include "runtime/packed_gemm.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
 
@@ -27,9 +28,13 @@ struct CpuRunner::Frame {
 };
 
 CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRunnerOptions opts)
-    : plan_(std::move(plan)), kernels_(std::move(code.kernels)), convs_(std::move(code.convs)), opts_(opts) {
+    : plan_(std::move(plan)), kernels_(std::move(code.kernels)), steps_(std::move(code.steps)), opts_(opts) {
   kernels_.resize(plan_->kernels.size(), nullptr);
-  convs_.resize(plan_->steps.size(), nullptr);
+  steps_.resize(plan_->steps.size(), nullptr);
+  packed_.resize(plan_->steps.size());
+  epilogueInside_.assign(plan_->steps.size(), false);
+  for (size_t s = 0; s < plan_->steps.size(); ++s)
+    epilogueInside_[s] = steps_[s] && plan_->steps[s].kind == StepKind::Gemm && static_cast<bool>(packedEpilogue(*plan_, s));
   const Plan& p = *plan_;
   uploaded_.resize(p.buffers.size());
   writtenInPlace_.assign(p.buffers.size(), false);
@@ -279,8 +284,8 @@ Status CpuRunner::runStep(size_t index, Frame& f) {
       return Status::ok();
     case StepKind::Gemm:
     case StepKind::Conv:
-      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(s.gemm, f) : runConv(s.conv, convs_[index], f));
-      if (!s.kernels.empty()) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
+      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(index, f) : runConv(s.conv, steps_[index], f));
+      if (!s.kernels.empty() && !epilogueInside_[index]) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
       return Status::ok();
     case StepKind::Reference: return runReference(s, f);
   }
@@ -372,7 +377,9 @@ void widenedToF32(const Plan& plan, const Pointers& ptr, const std::vector<int>&
 
 }  // namespace
 
-Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
+Status CpuRunner::runGemm(size_t index, Frame& f) {
+  if (KernelFn fn = steps_[index]) return runPackedGemm(index, fn, f);
+  const GemmSpec& g = plan_->steps[index].gemm;
   KF_ASSIGN_OR_RETURN(const Blas* blas, openBlas());
   DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
   if (isHalf(dt)) {
@@ -381,6 +388,34 @@ Status CpuRunner::runGemm(const GemmSpec& g, Frame& f) {
   }
   if (dt != DType::F32 && dt != DType::F64) return Error(str("a GEMM of ", dtypeName(dt), " has no CPU implementation"));
   gemm(*blas, g, dt, f.ptr);
+  return Status::ok();
+}
+
+// B is packed on the first run and again whenever the resident copy it came
+// from holds another tensor (a new upload of the parameter).
+Status CpuRunner::runPackedGemm(size_t index, KernelFn fn, Frame& f) {
+  if (!packedGemmFits(*plan_, index))
+    return Error("a packed GEMM was compiled for a GEMM whose B is not constant while the plan runs");
+  const GemmSpec& g = plan_->steps[index].gemm;
+  const PlanBuffer& b = plan_->buffers[static_cast<size_t>(plan_->storageOf(g.b))];
+  const std::shared_ptr<const Tensor>& source =
+      b.kind == BufferKind::Constant ? b.constant : uploaded_[static_cast<size_t>(plan_->storageOf(g.b))];
+  PackedB& p = packed_[index];
+  if (!p.data || !source || p.source != source) {
+    if (!p.data) {
+      auto bytes = static_cast<uint64_t>(packedBElements(g)) * sizeof(float);
+      p.data.reset(static_cast<float*>(std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) /
+                                                                              kBufferAlignment * kBufferAlignment)));
+      if (!p.data) return Error(str("out of memory allocating ", bytes, " bytes for a packed GEMM operand"));
+      bytesAllocated_ += bytes;
+    }
+    packB(g, reinterpret_cast<const float*>(f.ptr[static_cast<size_t>(g.b)]), p.data.get());
+    p.source = source;
+  }
+  std::vector<void*> args = {f.ptr[static_cast<size_t>(g.a)], p.data.get(), f.ptr[static_cast<size_t>(g.c)]};
+  if (epilogueInside_[index])
+    for (int buffer : plan_->steps[index].kernelBuffers[0]) args.push_back(f.ptr[static_cast<size_t>(buffer)]);
+  fn(args.data());
   return Status::ok();
 }
 

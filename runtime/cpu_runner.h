@@ -15,13 +15,16 @@ namespace kfuse {
 // The ABI of a compiled kernel: one pointer per kernel buffer, in order.
 using KernelFn = void (*)(void** buffers);
 
-// A plan's compiled code. kernels[i] runs plan.kernels[i]; convs[s], when
-// there is one, runs Conv step s as a generated direct convolution with
-// buffers {x, w, bias, y} (codegen/cpu/conv_emitter.h). Missing or null
-// entries fall back to the kernel interpreter and to im2col + GEMM.
+// A plan's compiled code. kernels[i] runs plan.kernels[i]; steps[s], when
+// there is one, runs step s as generated code: a Conv step as a direct
+// convolution with buffers {x, w, bias, y} (codegen/cpu/conv_emitter.h), a
+// Gemm step as a packed GEMM with buffers {a, packed b, c}
+// (codegen/cpu/gemm_emitter.h; the runner packs B, runtime/packed_gemm.h).
+// Missing or null entries fall back to the kernel interpreter, im2col +
+// GEMM and BLAS.
 struct CpuFunctions {
   std::vector<KernelFn> kernels;
-  std::vector<KernelFn> convs;
+  std::vector<KernelFn> steps;
 };
 
 struct CpuRunnerOptions {
@@ -98,7 +101,8 @@ class CpuRunner {
   struct Frame;
   Status runStep(size_t index, Frame& f);
   Status runKernel(int kernel, const std::vector<int>& buffers, Frame& f);
-  Status runGemm(const GemmSpec& g, Frame& f);
+  Status runGemm(size_t index, Frame& f);
+  Status runPackedGemm(size_t index, KernelFn fn, Frame& f);
   Status runConv(const ConvSpec& c, KernelFn direct, Frame& f);
   Status runReference(const Step& s, Frame& f);
 
@@ -109,7 +113,15 @@ class CpuRunner {
 
   std::shared_ptr<const Plan> plan_;
   std::vector<KernelFn> kernels_;
-  std::vector<KernelFn> convs_;  // per step
+  std::vector<KernelFn> steps_;  // per step
+  // Per packed GEMM step: B packed (runtime/packed_gemm.h) and the tensor
+  // it was packed from, kept so that a new upload is never mistaken for it.
+  struct PackedB {
+    std::unique_ptr<float, void (*)(void*)> data{nullptr, std::free};
+    std::shared_ptr<const Tensor> source;
+  };
+  std::vector<PackedB> packed_;
+  std::vector<bool> epilogueInside_;  // per step: its packed GEMM runs the epilogue
   CpuRunnerOptions opts_;
   uint64_t launches_ = 0;
   uint64_t bytesAllocated_ = 0;

@@ -97,6 +97,10 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch
     KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitDirectConv(c, *module));
     forTarget(fn);
   }
+  for (const PackedGemm& g : batch.gemms) {
+    KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitPackedGemm(g, *module));
+    forTarget(fn);
+  }
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());

@@ -11,6 +11,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/cpu/conv_emitter.h"
+#include "codegen/cpu/gemm_emitter.h"
 #include "codegen/cpu/target.h"
 #include "codegen/kernel/kernel_ir.h"
 #include "ir/support/expected.h"
@@ -34,22 +35,23 @@ bool usesVectorMath(const llvm::Triple& triple);
 // loop and SLP vectorization from O2 on), its cost models those of `tm`.
 void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level);
 
-// What one LLVM module holds: kernels and direct convolutions, their names
-// unique among both.
+// What one LLVM module holds: kernels, direct convolutions and packed
+// GEMMs, their names unique among all.
 struct CodeBatch {
   std::span<const kernel::Kernel> kernels;
   std::span<const DirectConv> convs;
+  std::span<const PackedGemm> gemms{};
 };
 
 // Emits the batch into one new module of `ctx` for `tm` (triple, data
 // layout, each function's target-cpu and target-features), then optimises
-// it. Errors name the kernel or convolution at fault (see emitKernel,
-// emitDirectConv).
+// it. Errors name the kernel, convolution or GEMM at fault (see emitKernel,
+// emitDirectConv, emitPackedGemm).
 Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
                                                           llvm::TargetMachine& tm, OptLevel level);
 
 // An object file (ELF on Linux) defining one global function per kernel and
-// direct convolution, with the ABI of llvm_emitter.h, as position-independent code. It calls libm
+// direct convolution and packed GEMM, with the ABI of llvm_emitter.h, as position-independent code. It calls libm
 // (erff, expf, ...) and, where usesVectorMath, libmvec (_ZGVdN8v_expf, ...),
 // which the final link must provide.
 struct ObjectCode {

@@ -70,6 +70,7 @@ Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileO
   };
   for (const kernel::Kernel& k : batch.kernels) KF_RETURN_IF_ERROR(lookup(k.name, "kernel", out.functions));
   for (const DirectConv& c : batch.convs) KF_RETURN_IF_ERROR(lookup(c.name, "convolution", out.convs));
+  for (const PackedGemm& g : batch.gemms) KF_RETURN_IF_ERROR(lookup(g.name, "GEMM", out.gemms));
   return out;
 }
 

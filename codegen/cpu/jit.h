@@ -30,6 +30,7 @@ namespace kfuse::cpu {
 struct CompiledKernels {
   std::vector<KernelFn> functions;  // in the order of the kernels compiled
   std::vector<KernelFn> convs;      // in the order of the direct convolutions compiled
+  std::vector<KernelFn> gemms;      // in the order of the packed GEMMs compiled
   std::string optimizedIR;          // filled when CompileOptions::keepOptimizedIR
 };
 

@@ -25,9 +25,18 @@ VectorCode::VectorCode(llvm::Module& m, const std::string& symbol, int lanes)
 }
 
 Value* VectorCode::floatBuffer(int i, const char* name) {
+  return b_.CreateBitCast(byteBuffer(i, ""), b_.getFloatTy()->getPointerTo(), name);
+}
+
+Value* VectorCode::byteBuffer(int i, const char* name) {
   llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
   Value* slot = b_.CreateConstInBoundsGEP1_64(bytePtr, fn_->getArg(0), static_cast<uint64_t>(i));
-  return b_.CreateBitCast(b_.CreateAlignedLoad(bytePtr, slot, llvm::Align(8)), b_.getFloatTy()->getPointerTo(), name);
+  return b_.CreateAlignedLoad(bytePtr, slot, llvm::Align(8), name);
+}
+
+llvm::AllocaInst* VectorCode::frameSlot(llvm::Type* t, int64_t count, const char* name) {
+  llvm::IRBuilder<> atEntry(entry_, entry_->begin());
+  return atEntry.CreateAlloca(t, i64(count), name);
 }
 
 Expected<llvm::Function*> VectorCode::finish() {
@@ -39,6 +48,7 @@ Expected<llvm::Function*> VectorCode::finish() {
 }
 
 void VectorCode::loop(int64_t count, const char* name, const std::function<void(Value*)>& body) {
+  if (count < 1) return;
   if (count == 1) return body(i64(0));
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
@@ -73,10 +83,7 @@ void VectorCode::store(Value* v, Value* ptr, llvm::Constant* m) {
     b_.CreateMaskedStore(v, ptr, llvm::Align(4), m);
 }
 
-llvm::AllocaInst* VectorCode::accumulator() {
-  llvm::IRBuilder<> atEntry(entry_, entry_->begin());
-  return atEntry.CreateAlloca(vec_, nullptr, "acc");
-}
+llvm::AllocaInst* VectorCode::accumulator() { return frameSlot(vec_, 1, "acc"); }
 
 void VectorCode::multiplyAdd(llvm::AllocaInst* acc, Value* a, Value* x) {
   Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_}, {a, x, b_.CreateLoad(vec_, acc)});

@@ -24,13 +24,16 @@ class VectorCode {
   // unless the function says it needs them).
   VectorCode(llvm::Module& m, const std::string& symbol, int lanes);
 
-  // Buffer i of the ABI as a float pointer.
+  // Buffer i of the ABI as a float pointer, and as a byte pointer.
   llvm::Value* floatBuffer(int i, const char* name);
+  llvm::Value* byteBuffer(int i, const char* name);
+  // Space for `count` values of type `t` in the function's frame.
+  llvm::AllocaInst* frameSlot(llvm::Type* t, int64_t count, const char* name);
   // Closes the function and verifies it; errors carry LLVM's message.
   Expected<llvm::Function*> finish();
 
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
-  // for (i = 0; i < count; ++i) body(i), as a loop unless count is 1.
+  // for (i = 0; i < count; ++i) body(i), as a loop unless count is 0 or 1.
   void loop(int64_t count, const char* name, const std::function<void(llvm::Value*)>& body);
   llvm::Value* at(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(b_.getFloatTy(), base, index); }
   // A vector at base[index] (LLVM 14's typed pointers); not inbounds: a

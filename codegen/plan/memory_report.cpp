@@ -88,6 +88,7 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d) {
   r.deviceScratch = d.scratch;
   r.libraryWorkspace = d.libraryWorkspace;
+  r.packedWeights = d.packedWeights;
   r.predictedPeak = d.total;
 }
 

@@ -38,6 +38,8 @@ struct MemoryReport {
   // scratch of multi-block kernels, cuBLASLt's workspace; 0 on cpu).
   uint64_t deviceScratch = 0;
   uint64_t libraryWorkspace = 0;
+  // cpu: the copies of B that packed GEMMs read (runtime/packed_gemm.h).
+  uint64_t packedWeights = 0;
   // Every allocation a device makes: each resident buffer aligned, plus the
   // arena, plus the device's own (addDeviceBytes).
   uint64_t predictedPeak = 0;
@@ -57,6 +59,7 @@ struct DeviceBytes {
   uint64_t scratch = 0;
   uint64_t libraryWorkspace = 0;
   uint64_t total = 0;
+  uint64_t packedWeights = 0;
 };
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d);
 

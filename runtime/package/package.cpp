@@ -14,6 +14,7 @@
 #if KFUSE_PACKAGE_CUDA
 #include "runtime/cuda/program_io.h"
 #endif
+#include "runtime/packed_gemm.h"
 
 namespace kfuse {
 
@@ -21,8 +22,8 @@ using namespace package::json_read;
 
 std::string packageKernelName(size_t function, size_t kernel) { return str("f", function, "_k", kernel); }
 std::string kernelSymbol(size_t function, size_t kernel) { return "kfuse_" + packageKernelName(function, kernel); }
-std::string packageConvName(size_t function, size_t step) { return str("f", function, "_s", step); }
-std::string convSymbol(size_t function, size_t step) { return "kfuse_" + packageConvName(function, step); }
+std::string packageStepName(size_t function, size_t step) { return str("f", function, "_s", step); }
+std::string stepSymbol(size_t function, size_t step) { return "kfuse_" + packageStepName(function, step); }
 std::string planSection(size_t function) { return str("plan.", function); }
 std::string cudaProgramSection(size_t function) { return str("cuda.program.", function); }
 std::string cudaImageSection(size_t function, size_t module, bool ptx) {
@@ -69,7 +70,10 @@ json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
   json functions = json::array();
   for (const PackageFunction& f : fns) {
     json fn = {{"name", f.name}, {"inputs", tensorsJson(f.inputs)}, {"outputs", tensorsJson(f.outputs)}};
-    if (m.target == "cpu") fn["direct_convs"] = f.directConvs;
+    if (m.target == "cpu") {
+      fn["direct_convs"] = f.directConvs;
+      fn["packed_gemms"] = f.packedGemms;
+    }
     functions.push_back(std::move(fn));
   }
   j["functions"] = functions;
@@ -182,6 +186,8 @@ MetaSection readMeta(const json& j) {
       fn.outputs = readTensors(at(f, "outputs"));
       if (f.contains("direct_convs"))
         for (int64_t s : intsAt(f, "direct_convs", 0, kMaxSteps)) fn.directConvs.push_back(static_cast<size_t>(s));
+      if (f.contains("packed_gemms"))
+        for (int64_t s : intsAt(f, "packed_gemms", 0, kMaxSteps)) fn.packedGemms.push_back(static_cast<size_t>(s));
     });
     out.functions.push_back(std::move(fn));
   }
@@ -258,6 +264,10 @@ Status Package::read() {
     for (size_t s : f.directConvs)
       if (s >= f.plan->steps.size() || f.plan->steps[s].kind != StepKind::Conv)
         return fail(Error(str("function @", f.name, ": direct convolution at step ", s, ", which is not a convolution")));
+    for (size_t s : f.packedGemms)
+      if (!packedGemmFits(*f.plan, s))
+        return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,
+                              ", which is not a GEMM whose B stays constant (runtime/packed_gemm.h)")));
     if (meta_.target == "cpu")
       for (size_t s = 0; s < f.plan->steps.size(); ++s) {
         const Step& step = f.plan->steps[s];

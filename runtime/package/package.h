@@ -50,9 +50,13 @@ struct PackageFunction {
   // cuda: the CUDA C source of its modules (for kfuse inspect).
   std::string source;
   // cpu: the Conv steps compiled as direct convolutions (symbol
-  // convSymbol(function, step)); the others run im2col + GEMM. Packages
+  // stepSymbol(function, step)); the others run im2col + GEMM. Packages
   // written before direct convolutions existed list none.
   std::vector<size_t> directConvs;
+  // cpu: the Gemm steps compiled as packed GEMMs (stepSymbol(function,
+  // step); runtime/packed_gemm.h), which the runner runs with B packed
+  // once; the others call BLAS.
+  std::vector<size_t> packedGemms;
 };
 
 // How @train_step is called: inputs of the forward, then labels (unless the
@@ -92,9 +96,10 @@ struct PackageMeta {
 // (codegen/cpu/llvm_emitter.h), "kfuse_f0_k3".
 std::string packageKernelName(size_t function, size_t kernel);
 std::string kernelSymbol(size_t function, size_t kernel);
-// The same for the direct convolution of Conv step `step` ("f0_s3").
-std::string packageConvName(size_t function, size_t step);
-std::string convSymbol(size_t function, size_t step);
+// The same for the generated code of step `step` ("f0_s3"): a direct
+// convolution or a packed GEMM.
+std::string packageStepName(size_t function, size_t step);
+std::string stepSymbol(size_t function, size_t step);
 
 // Section names.
 std::string planSection(size_t function);

@@ -66,10 +66,11 @@ Expected<std::vector<std::unique_ptr<PackageRunner::FunctionRunner>>> cpuRunners
       KF_ASSIGN_OR_RETURN(KernelFn p, code->function(kernelSymbol(f, k)));
       fns.kernels.push_back(p);
     }
-    fns.convs.assign(fn.plan->steps.size(), nullptr);
-    for (size_t s : fn.directConvs) {
-      KF_ASSIGN_OR_RETURN(fns.convs[s], code->function(convSymbol(f, s)));
-    }
+    fns.steps.assign(fn.plan->steps.size(), nullptr);
+    for (const std::vector<size_t>* steps : {&fn.directConvs, &fn.packedGemms})
+      for (size_t s : *steps) {
+        KF_ASSIGN_OR_RETURN(fns.steps[s], code->function(stepSymbol(f, s)));
+      }
     out.push_back(std::make_unique<CpuFunction>(fn.plan, std::move(fns), opts, code));
   }
   return out;

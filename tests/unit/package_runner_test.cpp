@@ -12,6 +12,7 @@
 #include "ir/support/strings.h"
 #include "runtime/package/cpu_code.h"
 #include "runtime/package/package_runner.h"
+#include "runtime/packed_gemm.h"
 
 namespace kfuse {
 namespace {
@@ -62,7 +63,9 @@ TEST(PackageRunner, RunsAndNamesWhatIsMissing) {
   ASSERT_TRUE(out) << out.error().message();
   EXPECT_EQ((*out)[0].type(), f.outputs[0].type);
   EXPECT_EQ((*runner)->launches(), f.plan->launches());
-  EXPECT_EQ((*runner)->deviceBytesAllocated(), f.plan->deviceBytes());
+  // The plan's regions and the packed copies of its GEMMs' weights.
+  EXPECT_EQ(f.packedGemms.size(), 3u);
+  EXPECT_EQ((*runner)->deviceBytesAllocated(), f.plan->deviceBytes() + packedBytes(*f.plan, f.packedGemms));
 
   auto missing = (*runner)->run("nope", {});
   ASSERT_FALSE(missing);
@@ -180,6 +183,48 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   auto wrong = withDirectConvs(**pkg, {1});
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message().find("function @forward: direct convolution at step 1, which is not a convolution"),
+            std::string::npos)
+      << wrong.error().message();
+}
+
+// The same package with function 0's packed GEMMs replaced.
+Expected<std::shared_ptr<const Package>> withPackedGemms(const Package& pkg, std::vector<size_t> steps) {
+  PackageContents c;
+  c.meta = pkg.meta();
+  c.functions = pkg.functions();
+  c.functions[0].packedGemms = std::move(steps);
+  for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
+  c.cpuSharedObject = std::string(pkg.cpuSharedObject());
+  return Package::parse(writePackage(c), "rewritten.kfpkg");
+}
+
+// An inference package's GEMMs read packed weights and give what BLAS
+// gives (a package that lists none, as older ones, calls BLAS); a listing
+// that names a step which is no such GEMM is refused.
+TEST(PackageRunner, PackedGemmsRunWhereThePackageSaysSo) {
+  auto pkg = compileExample("examples/mlp/mlp.kir", false);
+  const PackageFunction& f = pkg->functions().front();
+  ASSERT_EQ(f.packedGemms, (std::vector<size_t>{0, 1, 2}));
+  Tensor x(f.inputs[0].type);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
+  auto outputOf = [&](std::shared_ptr<const Package> p) -> Tensor {
+    auto runner = PackageRunner::create(std::move(p));
+    EXPECT_TRUE(runner) << runner.error().message();
+    if (!runner) return Tensor();
+    auto out = (*runner)->run(f.name, {x});
+    EXPECT_TRUE(out) << out.error().message();
+    return out ? (*out)[0] : Tensor();
+  };
+  auto blas = withPackedGemms(*pkg, {});
+  ASSERT_TRUE(blas) << blas.error().message();
+  Tensor packed = outputOf(pkg), library = outputOf(*blas);
+  ASSERT_EQ(packed.numElements(), library.numElements());
+  for (int64_t i = 0; i < packed.numElements(); ++i) EXPECT_NEAR(packed.at(i), library.at(i), 1e-6) << i;
+
+  auto wrong = withPackedGemms(*pkg, {7});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message().find("function @forward: packed GEMM at step 7, which is not a GEMM whose B stays "
+                                         "constant"),
             std::string::npos)
       << wrong.error().message();
 }

@@ -103,6 +103,7 @@ int runCompile(const CompileArgs& a) {
   std::cout << "wrote " << a.output << ": " << a.target << " package, " << count(compiled->functions, "function", "functions")
             << ", " << count(compiled->kernels, "kernel", "kernels")
             << (compiled->directConvs ? ", " + count(compiled->directConvs, "direct convolution", "direct convolutions") : "")
+            << (compiled->packedGemms ? ", " + count(compiled->packedGemms, "packed GEMM", "packed GEMMs") : "")
             << " in "
             << (a.target == "cpu" ? count(compiled->units, "LLVM module", "LLVM modules")
                                 : count(compiled->units, "NVRTC program", "NVRTC programs")) << ", "

@@ -10,6 +10,7 @@
 #include "ir/weights.h"
 #include "runtime/package/package.h"
 #include "runtime/package/plan_io.h"
+#include "runtime/packed_gemm.h"
 #include "tools/kfuse/commands.h"
 
 namespace kfuse::cli {
@@ -61,7 +62,8 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
   const Plan& p = *f.plan;
   std::cout << "\nfunction @" << f.name << "\n  inputs:  " << signature(f.inputs) << "\n  outputs: "
             << signature(f.outputs) << "\n  launches per run: " << phases(p) << "\n  memory: arena " << p.arenaBytes
-            << " bytes, resident " << p.residentBytes << " bytes (" << p.buffers.size() << " buffers)\n";
+            << " bytes, resident " << p.residentBytes << " bytes (" << p.buffers.size() << " buffers)"
+            << (f.packedGemms.empty() ? "" : str(", packed GEMM weights ", packedBytes(p, f.packedGemms), " bytes")) << "\n";
   std::vector<std::string> names;
   for (const kernel::Kernel& k : p.kernels) names.push_back(k.name);
   std::cout << "  kernels (" << names.size() << "): " << join(names) << "\n";
@@ -69,6 +71,10 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
     std::vector<std::string> convs;
     for (size_t s : f.directConvs) convs.push_back(str("step ", s, " (", p.steps[s].name, ")"));
     std::cout << "  direct convolutions (" << convs.size() << ")" << (convs.empty() ? "" : ": " + join(convs)) << "\n";
+    std::vector<std::string> gemms;
+    for (size_t s : f.packedGemms)
+      gemms.push_back(str("step ", s, " (", p.steps[s].name, packedEpilogue(p, s) ? ", epilogue inside" : "", ")"));
+    std::cout << "  packed GEMMs (" << gemms.size() << ")" << (gemms.empty() ? "" : ": " + join(gemms)) << "\n";
   }
   if (f.cuda) std::cout << "  " << cuda::describeProgram(*f.cuda);
   if (a.plan) std::cout << printPlan(p);

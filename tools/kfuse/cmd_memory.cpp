@@ -37,6 +37,7 @@ constexpr Row kRows[] = {
     {"workspace", "workspace (conv im2col)", &MemoryReport::workspace},
     {"device_scratch", "device scratch (cuda)", &MemoryReport::deviceScratch},
     {"library_workspace", "library workspace (cuBLASLt)", &MemoryReport::libraryWorkspace},
+    {"packed_weights", "packed GEMM weights (cpu)", &MemoryReport::packedWeights},
     {"no_reuse", "no-reuse total (arena buffers)", &MemoryReport::noReuse},
     {"lower_bound", "lower bound (most alive at once)", &MemoryReport::lowerBound},
     {"arena", "arena", &MemoryReport::arena},

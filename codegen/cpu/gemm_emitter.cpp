@@ -1,0 +1,186 @@
+#include "codegen/cpu/gemm_emitter.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "codegen/cpu/llvm_emitter.h"
+#include "codegen/cpu/vector_code.h"
+#include "ir/support/strings.h"
+#include "runtime/packed_gemm.h"
+
+namespace kfuse::cpu {
+namespace {
+
+using llvm::Value;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class GemmEmitter {
+ public:
+  GemmEmitter(const PackedGemm& g, llvm::Module& m, const std::string& symbol)
+      : gemm_(g), g_(g.spec), t_(g.tiling), module_(m), code_(m, symbol, t_.lanes), b_(code_.b()),
+        width_(int64_t{t_.vectors} * t_.lanes) {}
+
+  Expected<llvm::Function*> run();
+
+ private:
+  Value* i64(int64_t v) { return code_.i64(v); }
+  Status emitRowBlock(Value* row0, int rows);
+  void emitBlock(Value* row0, int rows, Value* col0, Value* panelBase, int vectors, int64_t partialFrom);
+  Status emitEpilogue(Value* row0, int rows);
+
+  const PackedGemm& gemm_;
+  const GemmSpec& g_;
+  GemmTiling t_;
+  llvm::Module& module_;
+  VectorCode code_;
+  llvm::IRBuilder<>& b_;
+  int64_t width_;  // columns per block
+  Value *a_ = nullptr, *bp_ = nullptr, *c_ = nullptr;
+  std::vector<llvm::AllocaInst*> acc_;  // row-major, t_.vectors per row
+  std::vector<Value*> epilogueBuffers_;  // the epilogue kernel's, as byte pointers
+  llvm::AllocaInst* epilogueArgs_ = nullptr;
+};
+
+Expected<llvm::Function*> GemmEmitter::run() {
+  a_ = code_.floatBuffer(0, "a");
+  bp_ = code_.floatBuffer(1, "b_packed");
+  c_ = code_.floatBuffer(2, "c");
+  if (gemm_.epilogue) {
+    for (size_t i = 0; i < gemm_.epilogue->buffers.size(); ++i)
+      epilogueBuffers_.push_back(code_.byteBuffer(static_cast<int>(3 + i), gemm_.epilogue->buffers[i].name.c_str()));
+    epilogueArgs_ = code_.frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(epilogueBuffers_.size()), "epilogue_args");
+  }
+  for (int i = 0; i < t_.rows * t_.vectors; ++i) acc_.push_back(code_.accumulator());
+  const int64_t full = g_.m / t_.rows;
+  Status status = Status::ok();
+  code_.loop(full, "i", [&](Value* i) {
+    if (status) status = emitRowBlock(b_.CreateMul(i, i64(t_.rows)), t_.rows);
+  });
+  if (const int64_t rest = g_.m % t_.rows; rest > 0 && status)
+    status = emitRowBlock(i64(full * t_.rows), static_cast<int>(rest));
+  KF_RETURN_IF_ERROR(status);
+  return code_.finish();
+}
+
+// Rows [row0, row0 + rows) of C: the column blocks that end inside the
+// matrix in a loop, then the last, partial one (its masks constant); then
+// the epilogue over those rows.
+Status GemmEmitter::emitRowBlock(Value* row0, int rows) {
+  const int64_t perPanel = kPackedPanel / width_;
+  const int64_t clean = g_.n / width_;
+  code_.loop(clean, "j", [&](Value* j) {
+    Value* panel = b_.CreateUDiv(j, i64(perPanel));
+    Value* within = b_.CreateMul(b_.CreateURem(j, i64(perPanel)), i64(width_));
+    Value* panelBase = b_.CreateAdd(b_.CreateMul(panel, i64(kPackedPanel * g_.k)), within);
+    emitBlock(row0, rows, b_.CreateMul(j, i64(width_)), panelBase, t_.vectors, -1);
+  });
+  if (const int64_t rest = g_.n - clean * width_; rest > 0) {
+    const int64_t col0 = clean * width_;
+    const int64_t panelBase = col0 / kPackedPanel * kPackedPanel * g_.k + col0 % kPackedPanel;
+    emitBlock(row0, rows, i64(col0), i64(panelBase), static_cast<int>(ceilDiv(rest, t_.lanes)), col0);
+  }
+  return gemm_.epilogue ? emitEpilogue(row0, rows) : Status::ok();
+}
+
+// C[row0 .. row0 + rows, col0 .. col0 + vectors * lanes) = A[rows, :] @ B[:, cols].
+// partialFrom >= 0: the block is the last one, starting at that column, and
+// lanes past n are not stored.
+void GemmEmitter::emitBlock(Value* row0, int rows, Value* col0, Value* panelBase, int vectors, int64_t partialFrom) {
+  auto acc = [&](int r, int v) { return acc_[static_cast<size_t>(r * t_.vectors + v)]; };
+  for (int r = 0; r < rows; ++r)
+    for (int v = 0; v < vectors; ++v) b_.CreateStore(llvm::Constant::getNullValue(code_.vec()), acc(r, v));
+  llvm::Constant* all = code_.mask([](int64_t) { return true; });
+  std::vector<Value*> aRow;  // A's row r starts at element (row0 + r) * k
+  for (int r = 0; r < rows; ++r) aRow.push_back(b_.CreateMul(b_.CreateAdd(row0, i64(r)), i64(g_.k)));
+  code_.loop(g_.k, "k", [&](Value* kk) {
+    Value* bRow = b_.CreateAdd(panelBase, b_.CreateMul(kk, i64(kPackedPanel)));
+    std::vector<Value*> bv;
+    for (int v = 0; v < vectors; ++v)
+      bv.push_back(code_.load(code_.vectorAt(bp_, b_.CreateAdd(bRow, i64(int64_t{v} * t_.lanes))), all));
+    for (int r = 0; r < rows; ++r) {
+      Value* a = code_.splat(code_.loadFloat(a_, b_.CreateAdd(aRow[static_cast<size_t>(r)], kk)));
+      for (int v = 0; v < vectors; ++v) code_.multiplyAdd(acc(r, v), a, bv[static_cast<size_t>(v)]);
+    }
+  });
+  for (int r = 0; r < rows; ++r) {
+    Value* cRow = b_.CreateMul(b_.CreateAdd(row0, i64(r)), i64(g_.n));
+    for (int v = 0; v < vectors; ++v) {
+      const int64_t first = partialFrom + int64_t{v} * t_.lanes;
+      llvm::Constant* m = partialFrom < 0 ? all : code_.mask([&](int64_t l) { return first + l < g_.n; });
+      Value* ptr = code_.vectorAt(c_, b_.CreateAdd(cRow, b_.CreateAdd(col0, i64(int64_t{v} * t_.lanes))));
+      code_.store(b_.CreateLoad(code_.vec(), acc(r, v)), ptr, m);
+    }
+  }
+}
+
+// The epilogue cut to `rows` rows (one function per row count, inlined),
+// called with every buffer moved to row0.
+Status GemmEmitter::emitEpilogue(Value* row0, int rows) {
+  const kernel::Kernel& k = *gemm_.epilogue;
+  kernel::Kernel cut = kernel::rowBlockKernel(k, gemm_.blocks, rows);
+  cut.name = str(gemm_.name, "_epilogue_rows", rows);
+  llvm::Function* fn = module_.getFunction(symbolName(cut.name));
+  if (!fn) {
+    auto emitted = emitKernel(cut, module_.getContext(), module_);
+    if (!emitted) return emitted.error();
+    fn = *emitted;
+    fn->setLinkage(llvm::GlobalValue::InternalLinkage);
+    fn->addFnAttr(llvm::Attribute::AlwaysInline);
+  }
+  for (size_t i = 0; i < epilogueBuffers_.size(); ++i) {
+    const int64_t bytes = gemm_.blocks.rowStrides[i] * static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
+    Value* moved = b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], b_.CreateMul(row0, i64(bytes)));
+    b_.CreateStore(moved, b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), epilogueArgs_, i));
+  }
+  b_.CreateCall(fn, {epilogueArgs_});
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<GemmTiling> gemmTilingFor(const CpuTarget& target) {
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> features, enabledFeatures(target));
+  auto has = [&](std::string_view f) { return std::find(features.begin(), features.end(), f) != features.end(); };
+  // rows x vectors accumulators, a vector of B per block vector and a
+  // broadcast element of A within the register file.
+  if (has("avx512f")) return GemmTiling{16, 2, 12};
+  if (has("avx")) return GemmTiling{8, 2, 6};
+  return GemmTiling{4, 2, 6};
+}
+
+PackedGemm packedGemmOf(const Plan& plan, size_t step, std::string name, const GemmTiling& t) {
+  const Step& s = plan.steps[step];
+  PackedGemm g{std::move(name), s.gemm, t};
+  if (auto blocks = packedEpilogue(plan, step)) {
+    g.epilogue = &plan.kernels[static_cast<size_t>(s.kernels[0])];
+    g.blocks = std::move(*blocks);
+  }
+  return g;
+}
+
+Expected<llvm::Function*> emitPackedGemm(const PackedGemm& gemm, llvm::Module& module) {
+  const GemmSpec& g = gemm.spec;
+  const GemmTiling& t = gemm.tiling;
+  auto fail = [&](const std::string& msg) { return Error(str("GEMM @", gemm.name, ": ", msg)); };
+  if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1)
+    return fail("has no packed form (cpu/gemm_emitter.h): a batch, a transposed A or an empty dim");
+  const int64_t width = int64_t{t.vectors} * t.lanes;
+  if (t.lanes < 1 || t.vectors < 1 || t.rows < 1 || kPackedPanel % width != 0)
+    return fail(str("tiling of ", t.rows, " rows x ", t.vectors, "x", t.lanes, " does not divide the packed panel"));
+  const std::string symbol = symbolName(gemm.name);
+  if (module.getNamedValue(symbol)) return fail("the module already defines a symbol of that name");
+  if (gemm.epilogue && (gemm.blocks.rowStrides.size() != gemm.epilogue->buffers.size()))
+    return fail("the epilogue's row blocks do not match its buffers");
+  auto fn = GemmEmitter(gemm, module, symbol).run();
+  if (!fn) return fail(fn.error().message());
+  return fn;
+}
+
+std::string describePackedGemm(const GemmSpec& g, const GemmTiling& t, bool epilogue) {
+  return str("packed B, blocks of ", std::min<int64_t>(t.rows, g.m), " rows x ",
+             std::min<int64_t>(t.vectors, ceilDiv(g.n, t.lanes)), "x", t.lanes, " columns",
+             epilogue ? ", epilogue per block of rows" : "");
+}
+
+}  // namespace kfuse::cpu

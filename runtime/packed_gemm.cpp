@@ -1,0 +1,70 @@
+#include "runtime/packed_gemm.h"
+
+#include <algorithm>
+
+namespace kfuse {
+
+bool packedGemmFits(const Plan& plan, size_t step) {
+  if (step >= plan.steps.size() || plan.steps[step].kind != StepKind::Gemm) return false;
+  const GemmSpec& g = plan.steps[step].gemm;
+  auto buffer = [&](int b) -> const PlanBuffer& { return plan.buffers[static_cast<size_t>(b)]; };
+  for (int b : {g.a, g.b, g.c})
+    if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
+  if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1) return false;
+  const int storage = plan.storageOf(g.b);
+  BufferKind kind = buffer(storage).kind;
+  if (kind != BufferKind::Param && kind != BufferKind::Constant) return false;
+  for (const auto& update : plan.updates)
+    if (kind == BufferKind::Param && update.first == buffer(storage).param) return false;
+  for (const Step& s : plan.steps)
+    for (int w : stepWrites(plan, s))
+      if (plan.storageOf(w) == storage) return false;
+  return true;
+}
+
+std::vector<size_t> packedGemmSteps(const Plan& plan) {
+  std::vector<size_t> out;
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (packedGemmFits(plan, s)) out.push_back(s);
+  return out;
+}
+
+Expected<kernel::RowBlocks> packedEpilogue(const Plan& plan, size_t step) {
+  if (!packedGemmFits(plan, step)) return Error("the GEMM is not packed");
+  const Step& s = plan.steps[step];
+  if (s.kernels.empty()) return Error("there is no epilogue");
+  const kernel::Kernel& k = plan.kernels[static_cast<size_t>(s.kernels[0])];
+  const std::vector<int>& buffers = s.kernelBuffers[0];
+  auto storage = [&](size_t i) { return plan.storageOf(buffers[i]); };
+  std::vector<int> written;
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    if (k.buffers[i].output) written.push_back(storage(i));
+  if (std::find(written.begin(), written.end(), plan.storageOf(s.gemm.a)) != written.end())
+    return Error("the epilogue writes over A");
+  std::vector<bool> confined(k.buffers.size());
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    confined[i] = storage(i) == plan.storageOf(s.gemm.c) ||
+                  std::find(written.begin(), written.end(), storage(i)) != written.end();
+  return kernel::rowBlocksOf(k, s.gemm.m, confined);
+}
+
+int64_t packedBElements(const GemmSpec& g) { return (g.n + kPackedPanel - 1) / kPackedPanel * kPackedPanel * g.k; }
+
+uint64_t packedBytes(const Plan& plan, const std::vector<size_t>& steps) {
+  uint64_t bytes = 0;
+  for (size_t s : steps) bytes += static_cast<uint64_t>(packedBElements(plan.steps[s].gemm)) * sizeof(float);
+  return bytes;
+}
+
+void packB(const GemmSpec& g, const float* b, float* out) {
+  std::fill(out, out + packedBElements(g), 0.0f);
+  for (int64_t j0 = 0; j0 < g.n; j0 += kPackedPanel) {
+    float* panel = out + j0 * g.k;
+    const int64_t cols = std::min(kPackedPanel, g.n - j0);
+    for (int64_t kk = 0; kk < g.k; ++kk)
+      for (int64_t c = 0; c < cols; ++c)
+        panel[kk * kPackedPanel + c] = g.transB ? b[(j0 + c) * g.k + kk] : b[kk * g.n + j0 + c];
+  }
+}
+
+}  // namespace kfuse

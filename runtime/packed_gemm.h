@@ -1,0 +1,49 @@
+// GEMMs whose B operand never changes while a plan runs (an inference
+// plan's weights, constants) run on the cpu target as generated code
+// (codegen/cpu/gemm_emitter.h) reading a copy of B packed once, instead of
+// BLAS packing it again on every call. One rule, read by code generation,
+// packages and the runner, says which.
+//
+// The packed layout is the same for every target: B (k x n, or n x k for a
+// transposed B) as panels of kPackedPanel columns, panel after panel, each
+// k rows of kPackedPanel contiguous floats, the last panel's columns past n
+// zero. A kernel's block of columns then reads one contiguous row of its
+// panel per step of k.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/kernel/row_blocks.h"
+#include "runtime/plan.h"
+
+namespace kfuse {
+
+inline constexpr int64_t kPackedPanel = 32;
+
+// Whether GEMM step `step` of `plan` runs packed: f32 A, B and C, one
+// matrix (no batch), A not transposed, and B's storage a parameter or
+// constant that no step of the plan writes (a training step's weights are
+// rewritten every step and keep going to BLAS).
+bool packedGemmFits(const Plan& plan, size_t step);
+
+// The Gemm steps of `plan` that packedGemmFits, in step order.
+std::vector<size_t> packedGemmSteps(const Plan& plan);
+
+// Whether packed GEMM step `step` also runs its epilogue, a block of rows
+// at a time right after computing them (codegen/kernel/row_blocks.h), and
+// how; the error says why not. The product and everything the epilogue
+// writes must stay inside the block, and the epilogue must not write over
+// A, whose later rows the GEMM has yet to read.
+Expected<kernel::RowBlocks> packedEpilogue(const Plan& plan, size_t step);
+
+// Floats the packed copy of B takes, and the bytes a runner allocates for
+// the packed copies of `steps`.
+int64_t packedBElements(const GemmSpec& g);
+uint64_t packedBytes(const Plan& plan, const std::vector<size_t>& steps);
+
+// Packs B (row-major, k x n, or n x k when g.transB) into `out`
+// (packedBElements floats).
+void packB(const GemmSpec& g, const float* b, float* out);
+
+}  // namespace kfuse

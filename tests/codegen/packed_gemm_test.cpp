@@ -1,0 +1,229 @@
+// Packed GEMMs (codegen/cpu/gemm_emitter.h, runtime/packed_gemm.h) against
+// a plain triple loop in double: shapes with row and column remainders,
+// partial vectors and panels, transposed B, each generated with several
+// tilings so that every kind of block occurs whatever the host's vector
+// width; and which GEMM steps the cpu target packs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "codegen/backend.h"
+#include "codegen/cpu/gemm_emitter.h"
+#include "codegen/cpu/jit.h"
+#include "codegen/plan/plan_builder.h"
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/packed_gemm.h"
+#include "tests/unit/test_util.h"
+
+namespace kfuse {
+namespace {
+
+cpu::CpuJit& jit() {
+  static std::unique_ptr<cpu::CpuJit> j = [] {
+    auto created = cpu::CpuJit::create();
+    EXPECT_TRUE(created) << created.error().message();
+    return created ? std::move(*created) : nullptr;
+  }();
+  return *j;
+}
+
+std::vector<float> wave(int64_t n, double phase) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + phase));
+  return v;
+}
+
+// Generates g with `t`, packs B, runs it over C full of garbage; the first
+// element that differs from the double-precision product by more than f32
+// rounding of k terms, or "".
+std::string check(const GemmSpec& g, const cpu::GemmTiling& t) {
+  std::vector<float> a = wave(g.m * g.k, 0.0), b = wave(g.k * g.n, 1.0), c = wave(g.m * g.n + 64, 2.0);
+  const std::vector<float> guard(c.end() - 64, c.end());
+  cpu::PackedGemm gemm{"gemm", g, t};
+  auto compiled = jit().compile(cpu::CodeBatch{{}, {}, std::span(&gemm, 1)});
+  if (!compiled) return compiled.error().message();
+  std::vector<float> packed(static_cast<size_t>(packedBElements(g)), NAN);
+  packB(g, b.data(), packed.data());
+  void* buffers[] = {a.data(), packed.data(), c.data()};
+  compiled->gemms[0](buffers);
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      double want = 0, scale = 0;
+      for (int64_t kk = 0; kk < g.k; ++kk) {
+        double bv = g.transB ? b[static_cast<size_t>(j * g.k + kk)] : b[static_cast<size_t>(kk * g.n + j)];
+        want += static_cast<double>(a[static_cast<size_t>(i * g.k + kk)]) * bv;
+        scale += std::fabs(static_cast<double>(a[static_cast<size_t>(i * g.k + kk)]) * bv);
+      }
+      double got = c[static_cast<size_t>(i * g.n + j)];
+      if (!(std::fabs(got - want) <= 1e-6 * (scale + 1.0) * static_cast<double>(g.k)))
+        return str("C[", i, ",", j, "] = ", got, ", want ", want);
+    }
+  if (!std::equal(guard.begin(), guard.end(), c.end() - 64)) return "wrote past C";
+  return "";
+}
+
+const cpu::GemmTiling kTilings[] = {{16, 2, 12}, {8, 2, 6}, {4, 2, 6}, {16, 1, 5}, {8, 4, 3}, {4, 8, 1}};
+
+TEST(PackedGemm, MatchesTheProductForEveryBlockShape) {
+  struct Shape3 {
+    int64_t m, k, n;
+  };
+  const Shape3 shapes[] = {{1, 1, 1}, {12, 8, 32}, {13, 5, 33}, {25, 17, 100}, {7, 64, 16}, {36, 3, 64}, {2, 9, 47}};
+  for (const cpu::GemmTiling& t : kTilings)
+    for (const Shape3& s : shapes)
+      for (bool transB : {false, true}) {
+        GemmSpec g;
+        g.m = s.m;
+        g.k = s.k;
+        g.n = s.n;
+        g.transB = transB;
+        EXPECT_EQ(check(g, t), "") << s.m << "x" << s.k << "x" << s.n << (transB ? " B^T" : "") << " with " << t.rows
+                                   << "x" << t.vectors << "x" << t.lanes;
+      }
+}
+
+TEST(PackedGemm, RefusesWhatItCannotCompute) {
+  llvm::LLVMContext ctx;
+  llvm::Module m("m", ctx);
+  GemmSpec batched;
+  batched.m = batched.n = batched.k = 4;
+  batched.batch = {2};
+  auto e = cpu::emitPackedGemm({"g", batched, {16, 2, 12}}, m);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("GEMM @g: has no packed form"), std::string::npos) << e.error().message();
+  GemmSpec plain;
+  plain.m = plain.n = plain.k = 4;
+  auto bad = cpu::emitPackedGemm({"g", plain, {16, 3, 12}}, m);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("does not divide the packed panel"), std::string::npos);
+}
+
+// Inference weights and constants are packed; a GEMM whose B is computed,
+// or a weight the plan updates, goes to BLAS.
+TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
+  auto m = parseModule(R"(module @m {
+  param @w : f32[8,16]
+  func @main(%x: f32[4,8], %y: f32[16,3]) -> (f32[4,16], f32[4,3]) {
+    %0 = matmul %x, @w : f32[4,16]
+    %1 = matmul %0, %y : f32[4,3]
+    return %0, %1
+  }
+})", "packed.kir");
+  ASSERT_TRUE(m) << m.error().message();
+  auto plan = buildPlan(*(*m)->functions().front());
+  ASSERT_TRUE(plan) << plan.error().message();
+  std::vector<size_t> gemms;
+  for (size_t s = 0; s < plan->steps.size(); ++s)
+    if (plan->steps[s].kind == StepKind::Gemm) gemms.push_back(s);
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_EQ(packedGemmSteps(*plan), std::vector<size_t>{gemms[0]});
+  plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm.c);
+  EXPECT_TRUE(packedGemmSteps(*plan).empty());
+}
+
+Tensor waveTensor(const TensorType& t, double phase) {
+  Tensor x(t);
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::sin(0.61 * static_cast<double>(i) + phase));
+  return x;
+}
+
+std::unique_ptr<Module> fused(const char* text) {
+  auto m = parseModule(text, "epilogues.kir");
+  EXPECT_TRUE(m) << m.error().message();
+  if (!m) return nullptr;
+  auto backend = backendFor("cpu");
+  EXPECT_TRUE(backend && prepareModule(**m, *backend));
+  return std::move(*m);
+}
+
+// Runs @main on the cpu target (buffers poisoned as they die) and in the
+// interpreter; "" when every output agrees.
+std::string runMatches(Module& m, const std::vector<Tensor>& args) {
+  const Graph& fn = *m.functions().front();
+  auto want = interpret(fn, args);
+  if (!want) return want.error().message();
+  auto exec = createExecutor("cpu", {.inplace = true, .poison = true});
+  if (!exec) return exec.error().message();
+  auto got = (*exec)->run(fn, args);
+  if (!got) return got.error().message();
+  for (size_t i = 0; i < want->outputs.size(); ++i)
+    if (std::string d = test::compareTensors(got->outputs[i], want->outputs[i], 1e-5, 1e-5); !d.empty())
+      return str("output ", i, ": ", d);
+  return "";
+}
+
+// Each GEMM step with its packedEpilogue verdict ("" when it runs inside).
+std::vector<std::string> verdicts(const Module& m) {
+  auto plan = buildPlan(*m.functions().front());
+  EXPECT_TRUE(plan) << plan.error().message();
+  std::vector<std::string> out;
+  for (size_t s = 0; plan && s < plan->steps.size(); ++s) {
+    if (plan->steps[s].kind != StepKind::Gemm) continue;
+    auto e = packedEpilogue(*plan, s);
+    out.push_back(e ? "" : e.error().message());
+  }
+  return out;
+}
+
+// Bias + ReLU, a residual add and a row softmax run per block of 12 rows
+// (30 rows: two full blocks and a remainder) and give the interpreter's
+// results; the first product is reshaped, so the epilogue's space is not
+// the product's own shape.
+TEST(PackedGemm, EpiloguesRunPerBlockOfRows) {
+  auto m = fused(R"(module @m {
+  param @w1 : f32[16,40]
+  param @b1 : f32[40]
+  param @w2 : f32[40,24]
+  func @main(%x: f32[2,15,16], %r: f32[30,24]) -> (f32[30,24], f32[30,24]) {
+    %0 = matmul %x, @w1 : f32[2,15,40]
+    %1 = add %0, @b1 : f32[2,15,40]
+    %2 = relu %1 : f32[2,15,40]
+    %3 = reshape %2 {shape = [30, 40]} : f32[30,40]
+    %4 = matmul %3, @w2 : f32[30,24]
+    %5 = add %4, %r : f32[30,24]
+    %6 = softmax %5 {axis = 1} : f32[30,24]
+    return %5, %6
+  }
+})");
+  ASSERT_TRUE(m);
+  for (const char* p : {"w1", "b1", "w2"})
+    m->setParamData(p, waveTensor(m->findParam(p)->type, static_cast<double>(p[1])));
+  const Graph& fn = *m->functions().front();
+  std::vector<Tensor> args = {waveTensor(fn.arguments()[0]->type(), 0.5), waveTensor(fn.arguments()[1]->type(), 1.5)};
+  EXPECT_EQ(verdicts(*m), (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(runMatches(*m, args), "");
+}
+
+// A new weight tensor is packed again; an epilogue that reads the product
+// in another order runs after the whole GEMM.
+TEST(PackedGemm, RepacksNewWeightsAndKeepsOutOfOrderEpiloguesOutside) {
+  auto m = fused(R"(module @m {
+  param @w : f32[20,20]
+  func @main(%x: f32[20,20]) -> (f32[20,20]) {
+    %0 = matmul %x, @w : f32[20,20]
+    %1 = transpose %0 {perm = [1, 0]} : f32[20,20]
+    %2 = add %0, %1 : f32[20,20]
+    return %2
+  }
+})");
+  ASSERT_TRUE(m);
+  const Graph& fn = *m->functions().front();
+  std::vector<Tensor> args = {waveTensor(fn.arguments()[0]->type(), 0.5)};
+  std::vector<std::string> v = verdicts(*m);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0], "") << "the transposed read must keep the epilogue outside";
+  auto exec = createExecutor("cpu", {.inplace = true, .poison = true});
+  ASSERT_TRUE(exec);
+  for (double phase : {1.0, 2.0}) {
+    m->setParamData("w", waveTensor(m->findParam("w")->type, phase));
+    auto want = interpret(fn, args);
+    ASSERT_TRUE(want) << want.error().message();
+    auto got = (*exec)->run(fn, args);
+    ASSERT_TRUE(got) << got.error().message();
+    EXPECT_EQ(test::compareTensors(got->outputs[0], want->outputs[0], 1e-5, 1e-5), "") << "weights " << phase;
+  }
+}
+
+}  // namespace
+}  // namespace kfuse
