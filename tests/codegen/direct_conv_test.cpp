@@ -11,6 +11,7 @@
 
 #include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/jit.h"
+#include "tests/codegen/jit_harness.h"
 #include "codegen/plan/plan_builder.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
@@ -18,15 +19,6 @@
 
 namespace kfuse {
 namespace {
-
-cpu::CpuJit& jit() {
-  static std::unique_ptr<cpu::CpuJit> j = [] {
-    auto created = cpu::CpuJit::create();
-    EXPECT_TRUE(created) << created.error().message();
-    return created ? std::move(*created) : nullptr;
-  }();
-  return *j;
-}
 
 // The module's one Conv step and its plan.
 struct ConvCase {
@@ -65,7 +57,7 @@ std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& til
   auto want = interpret(fn, args);
   if (!want) return want.error().message();
   cpu::DirectConv conv{"conv", c.spec, tiling};
-  auto compiled = jit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
+  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
   if (!compiled) return compiled.error().message();
   Tensor y = wave(want->outputs[0].type(), 5.0);  // garbage the convolution must overwrite
   void* buffers[] = {args[0].data(), args[1].data(), args.size() > 2 ? args[2].data() : nullptr, y.data()};
@@ -162,7 +154,7 @@ TEST(DirectConv, GeneratesVectorCodeForTheHost) {
   cpu::DirectConv conv{"conv", nchw3x3(4 * tiling->lanes), *tiling};
   cpu::CompileOptions options;
   options.keepOptimizedIR = true;
-  auto compiled = jit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)}, options);
+  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)}, options);
   ASSERT_TRUE(compiled) << compiled.error().message();
   const std::string vec = str("<", tiling->lanes, " x float>");
   EXPECT_NE(compiled->optimizedIR.find("@llvm.fmuladd.v" + std::to_string(tiling->lanes) + "f32"), std::string::npos)
@@ -175,7 +167,7 @@ TEST(DirectConv, RefusesWhatItCannotCompute) {
   ConvSpec strided = nchw3x3(32);
   strided.strideW = 2;
   cpu::DirectConv conv{"strided", strided, {8, 2, 4}};
-  auto compiled = jit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
+  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
   ASSERT_FALSE(compiled);
   EXPECT_NE(compiled.error().message().find("convolution @strided"), std::string::npos) << compiled.error().message();
 }

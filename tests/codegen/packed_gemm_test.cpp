@@ -10,6 +10,7 @@
 #include "codegen/backend.h"
 #include "codegen/cpu/gemm_emitter.h"
 #include "codegen/cpu/jit.h"
+#include "tests/codegen/jit_harness.h"
 #include "codegen/plan/plan_builder.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
@@ -18,15 +19,6 @@
 
 namespace kfuse {
 namespace {
-
-cpu::CpuJit& jit() {
-  static std::unique_ptr<cpu::CpuJit> j = [] {
-    auto created = cpu::CpuJit::create();
-    EXPECT_TRUE(created) << created.error().message();
-    return created ? std::move(*created) : nullptr;
-  }();
-  return *j;
-}
 
 std::vector<float> wave(int64_t n, double phase) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -41,7 +33,7 @@ std::string check(const GemmSpec& g, const cpu::GemmTiling& t) {
   std::vector<float> a = wave(g.m * g.k, 0.0), b = wave(g.k * g.n, 1.0), c = wave(g.m * g.n + 64, 2.0);
   const std::vector<float> guard(c.end() - 64, c.end());
   cpu::PackedGemm gemm{"gemm", g, t};
-  auto compiled = jit().compile(cpu::CodeBatch{{}, {}, std::span(&gemm, 1)});
+  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, {}, std::span(&gemm, 1)});
   if (!compiled) return compiled.error().message();
   std::vector<float> packed(static_cast<size_t>(packedBElements(g)), NAN);
   packB(g, b.data(), packed.data());

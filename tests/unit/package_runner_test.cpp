@@ -130,12 +130,14 @@ std::unique_ptr<Module> convModule() {
   return m ? std::move(*m) : nullptr;
 }
 
-// The same package with function 0's direct convolutions replaced.
-Expected<std::shared_ptr<const Package>> withDirectConvs(const Package& pkg, std::vector<size_t> steps) {
+// The same package with function 0's list of direct convolutions or packed
+// GEMMs (`list`) replaced.
+Expected<std::shared_ptr<const Package>> withSteps(const Package& pkg, std::vector<size_t> PackageFunction::*list,
+                                                   std::vector<size_t> steps) {
   PackageContents c;
   c.meta = pkg.meta();
   c.functions = pkg.functions();
-  c.functions[0].directConvs = std::move(steps);
+  c.functions[0].*list = std::move(steps);
   for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
   c.cpuSharedObject = std::string(pkg.cpuSharedObject());
   return Package::parse(writePackage(c), "rewritten.kfpkg");
@@ -173,29 +175,18 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   for (int64_t i = 0; i < want->outputs[0].numElements(); ++i)
     EXPECT_NEAR(direct.at(i), want->outputs[0].at(i), 1e-5) << i;
 
-  auto none = withDirectConvs(**pkg, {});
+  auto none = withSteps(**pkg, &PackageFunction::directConvs, {});
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message().find("function @forward: convolution step 0 has neither an im2col workspace nor a "
                                         "direct convolution"),
             std::string::npos)
       << none.error().message();
 
-  auto wrong = withDirectConvs(**pkg, {1});
+  auto wrong = withSteps(**pkg, &PackageFunction::directConvs, {1});
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message().find("function @forward: direct convolution at step 1, which is not a convolution"),
             std::string::npos)
       << wrong.error().message();
-}
-
-// The same package with function 0's packed GEMMs replaced.
-Expected<std::shared_ptr<const Package>> withPackedGemms(const Package& pkg, std::vector<size_t> steps) {
-  PackageContents c;
-  c.meta = pkg.meta();
-  c.functions = pkg.functions();
-  c.functions[0].packedGemms = std::move(steps);
-  for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
-  c.cpuSharedObject = std::string(pkg.cpuSharedObject());
-  return Package::parse(writePackage(c), "rewritten.kfpkg");
 }
 
 // An inference package's GEMMs read packed weights and give what BLAS
@@ -215,13 +206,13 @@ TEST(PackageRunner, PackedGemmsRunWhereThePackageSaysSo) {
     EXPECT_TRUE(out) << out.error().message();
     return out ? (*out)[0] : Tensor();
   };
-  auto blas = withPackedGemms(*pkg, {});
+  auto blas = withSteps(*pkg, &PackageFunction::packedGemms, {});
   ASSERT_TRUE(blas) << blas.error().message();
   Tensor packed = outputOf(pkg), library = outputOf(*blas);
   ASSERT_EQ(packed.numElements(), library.numElements());
   for (int64_t i = 0; i < packed.numElements(); ++i) EXPECT_NEAR(packed.at(i), library.at(i), 1e-6) << i;
 
-  auto wrong = withPackedGemms(*pkg, {7});
+  auto wrong = withSteps(*pkg, &PackageFunction::packedGemms, {7});
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message().find("function @forward: packed GEMM at step 7, which is not a GEMM whose B stays "
                                          "constant"),
