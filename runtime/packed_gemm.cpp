@@ -11,6 +11,7 @@ bool packedGemmFits(const Plan& plan, size_t step) {
   for (int b : {g.a, g.b, g.c})
     if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
   if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1) return false;
+  if (g.k > kPackedMaxK || packedBElements(g) * int64_t{sizeof(float)} > kPackedMaxBytes) return false;
   const int storage = plan.storageOf(g.b);
   BufferKind kind = buffer(storage).kind;
   if (kind != BufferKind::Param && kind != BufferKind::Constant) return false;

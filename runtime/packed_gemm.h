@@ -22,9 +22,16 @@ namespace kfuse {
 inline constexpr int64_t kPackedPanel = 32;
 
 // Whether GEMM step `step` of `plan` runs packed: f32 A, B and C, one
-// matrix (no batch), A not transposed, and B's storage a parameter or
-// constant that no step of the plan writes (a training step's weights are
-// rewritten every step and keep going to BLAS).
+// matrix (no batch), A not transposed, B's storage a parameter or constant
+// that no step of the plan writes (a training step's weights are rewritten
+// every step and keep going to BLAS), and B small enough that every block
+// of rows can stream all of it from the second-level cache: at most
+// kPackedMaxK rows and kPackedMaxBytes packed. OpenBLAS, which blocks k
+// and n, wins beyond (one thread, 2 MB L2: 128x1024x512 1.03x faster
+// packed, 128x2048x512 0.94x, 256x1024x1024 0.86x; 128x784x512 1.17x and
+// the transformer benchmark's 256x128x512 1.10x faster).
+inline constexpr int64_t kPackedMaxK = 1024;
+inline constexpr int64_t kPackedMaxBytes = int64_t{2} << 20;
 bool packedGemmFits(const Plan& plan, size_t step);
 
 // The Gemm steps of `plan` that packedGemmFits, in step order.

@@ -110,6 +110,12 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
     if (plan->steps[s].kind == StepKind::Gemm) gemms.push_back(s);
   ASSERT_EQ(gemms.size(), 2u);
   EXPECT_EQ(packedGemmSteps(*plan), std::vector<size_t>{gemms[0]});
+  Plan large = *plan;  // B past what a block of rows streams from cache
+  large.steps[gemms[0]].gemm.k = kPackedMaxK + 1;
+  EXPECT_TRUE(packedGemmSteps(large).empty());
+  large.steps[gemms[0]].gemm.k = 1024;
+  large.steps[gemms[0]].gemm.n = 544;
+  EXPECT_TRUE(packedGemmSteps(large).empty());
   plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm.c);
   EXPECT_TRUE(packedGemmSteps(*plan).empty());
 }
