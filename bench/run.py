@@ -30,9 +30,15 @@ def parse_args():
     p.add_argument("--threads", type=int, default=1,
                    help="threads for every engine: OpenBLAS in kfuse (its generated kernels are single-threaded), "
                         "torch.set_num_threads, onnxruntime intra-op (default 1)")
-    p.add_argument("--rounds", type=int, default=7, help="timed rounds per engine and workload (default 7)")
-    p.add_argument("--round-seconds", type=float, default=0.25,
-                   help="target length of one round of one engine on one workload (default 0.25 s)")
+    # Many short rounds rather than a few long ones: on a shared host the
+    # neighbours' load comes in bursts of a second or more, and a burst that
+    # covers one engine's long round skews the ratio; with 35 rounds of
+    # 0.05 s every engine samples the same bursts (the transformer block's
+    # ratio to onnxruntime ranged 0.79-1.11x over six 7 x 0.25 s runs and
+    # came out 1.09x and 1.04x with 35 x 0.05 s, in the same ten minutes).
+    p.add_argument("--rounds", type=int, default=35, help="timed rounds per engine and workload (default 35)")
+    p.add_argument("--round-seconds", type=float, default=0.05,
+                   help="target length of one round of one engine on one workload (default 0.05 s)")
     p.add_argument("--json", help="also write all measurements to this file")
     return p.parse_args()
 

@@ -393,7 +393,7 @@ void registerReductionOps(OpRegistry& r) {
   softmax.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
     Scalar m = b.reduce(RowCombiner::Max, in[0]);
     Scalar s = b.reduce(RowCombiner::Sum, exp(in[0] - m));
-    return {exp(in[0] - m) / s};
+    return {exp(in[0] - m) * (1.0 / s)};
   };
   OpDef& logSoftmax = softmaxOp(r, "log_softmax", "x - log(sum(exp(x))) along `axis`", true);
   logSoftmax.grad = softmaxGrad("log_softmax_grad");

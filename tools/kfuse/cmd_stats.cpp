@@ -63,7 +63,7 @@ void printTable(const StatsArgs& a, const PlanStats& unfused, const PlanStats& f
             << fused.launches() << "   (" << std::fixed << std::setprecision(2) << ratio << "x fewer launches)\n"
             << std::defaultfloat;
   std::cout << "fused plan: " << fused.kernelLaunches << " kernel bundles, " << fused.libraryCalls
-            << " library calls (GEMMs and convolutions, with their epilogues; a cpu convolution may be generated\n"
+            << " library calls (GEMMs and convolutions, with their epilogues; on cpu either may be generated\n"
             << "code instead: kfuse opt --print-kernels says which), " << fused.referenceOps << " reference ops; "
             << fused.fusedKernels << " launches compute fused groups\n"
             << "(a fused launch counts in the phase of the first op it computes)\n";
