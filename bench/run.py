@@ -60,6 +60,13 @@ def openblas_coretype():
 
 
 ARGS = parse_args()
+# One thread per engine: every engine, kfuse_bench's process included, on
+# one CPU, one at a time. Unpinned, kfuse_bench (its own process) ran
+# beside this process and its idle engines: its CNN and transformer medians
+# were 25% slower in one run of three while PyTorch's and onnxruntime's were
+# unchanged; pinned, runs on either CPU agreed within 1%.
+if ARGS.threads == 1 and hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 # Before torch and onnxruntime load their thread pools (and kfuse_bench
 # inherits the environment).
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
