@@ -94,7 +94,10 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
     fns[f].directConvs = cpu::directConvSteps(plan, tiling);
     for (size_t s : fns[f].directConvs) convs.push_back({packageStepName(f, s), plan.steps[s].conv, tiling});
     fns[f].packedGemms = packedGemmSteps(plan);
-    for (size_t s : fns[f].packedGemms) gemms.push_back(cpu::packedGemmOf(plan, s, packageStepName(f, s), gemmTiling));
+    for (size_t s : fns[f].packedGemms) {
+      gemms.push_back(cpu::packedGemmOf(plan, s, packageStepName(f, s), gemmTiling));
+      if (gemms.back().epilogue) fns[f].packedEpilogues.push_back(s);
+    }
   }
   // Units of a few kernels each: enough to keep every thread busy, few
   // enough that each LLVM module is worth its fixed cost. Convolutions and

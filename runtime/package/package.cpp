@@ -73,6 +73,7 @@ json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
     if (m.target == "cpu") {
       fn["direct_convs"] = f.directConvs;
       fn["packed_gemms"] = f.packedGemms;
+      fn["packed_epilogues"] = f.packedEpilogues;
     }
     functions.push_back(std::move(fn));
   }
@@ -188,6 +189,9 @@ MetaSection readMeta(const json& j) {
         for (int64_t s : intsAt(f, "direct_convs", 0, kMaxSteps)) fn.directConvs.push_back(static_cast<size_t>(s));
       if (f.contains("packed_gemms"))
         for (int64_t s : intsAt(f, "packed_gemms", 0, kMaxSteps)) fn.packedGemms.push_back(static_cast<size_t>(s));
+      if (f.contains("packed_epilogues"))
+        for (int64_t s : intsAt(f, "packed_epilogues", 0, kMaxSteps))
+          fn.packedEpilogues.push_back(static_cast<size_t>(s));
     });
     out.functions.push_back(std::move(fn));
   }
@@ -264,10 +268,17 @@ Status Package::read() {
     for (size_t s : f.directConvs)
       if (s >= f.plan->steps.size() || f.plan->steps[s].kind != StepKind::Conv)
         return fail(Error(str("function @", f.name, ": direct convolution at step ", s, ", which is not a convolution")));
-    for (size_t s : f.packedGemms)
+    for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,
                               ", which is not a GEMM whose B stays constant (runtime/packed_gemm.h)")));
+      // The code's arguments depend on it: the runner must agree.
+      bool inside = std::find(f.packedEpilogues.begin(), f.packedEpilogues.end(), s) != f.packedEpilogues.end();
+      if (inside != static_cast<bool>(packedEpilogue(*f.plan, s)))
+        return fail(Error(str("function @", f.name, ": the packed GEMM at step ", s, " was compiled ",
+                              inside ? "with" : "without", " its epilogue, and this kfuse would run it ",
+                              inside ? "after the GEMM" : "inside")));
+    }
     if (meta_.target == "cpu")
       for (size_t s = 0; s < f.plan->steps.size(); ++s) {
         const Step& step = f.plan->steps[s];

@@ -57,6 +57,10 @@ struct PackageFunction {
   // step); runtime/packed_gemm.h), which the runner runs with B packed
   // once; the others call BLAS.
   std::vector<size_t> packedGemms;
+  // cpu: those of packedGemms whose code runs the step's epilogue too
+  // (runtime/packed_gemm.h's packedEpilogue when the package was compiled;
+  // the loader refuses a package whose plan now says otherwise).
+  std::vector<size_t> packedEpilogues;
 };
 
 // How @train_step is called: inputs of the forward, then labels (unless the

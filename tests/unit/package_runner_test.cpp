@@ -212,6 +212,13 @@ TEST(PackageRunner, PackedGemmsRunWhereThePackageSaysSo) {
   ASSERT_EQ(packed.numElements(), library.numElements());
   for (int64_t i = 0; i < packed.numElements(); ++i) EXPECT_NEAR(packed.at(i), library.at(i), 1e-6) << i;
 
+  auto outside = withSteps(*pkg, &PackageFunction::packedEpilogues, {0, 1});
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().message().find("function @forward: the packed GEMM at step 2 was compiled without its "
+                                           "epilogue, and this kfuse would run it inside"),
+            std::string::npos)
+      << outside.error().message();
+
   auto wrong = withSteps(*pkg, &PackageFunction::packedGemms, {7});
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message().find("function @forward: packed GEMM at step 7, which is not a GEMM whose B stays "
