@@ -130,6 +130,16 @@ std::unique_ptr<Module> convModule() {
   return m ? std::move(*m) : nullptr;
 }
 
+// Output 0 of function `fn` of `pkg` run on x.
+Tensor firstOutput(std::shared_ptr<const Package> pkg, const std::string& fn, const Tensor& x) {
+  auto runner = PackageRunner::create(std::move(pkg));
+  EXPECT_TRUE(runner) << runner.error().message();
+  if (!runner) return Tensor();
+  auto out = (*runner)->run(fn, {x});
+  EXPECT_TRUE(out) << out.error().message();
+  return out ? (*out)[0] : Tensor();
+}
+
 // The same package with function 0's list of direct convolutions or packed
 // GEMMs (`list`) replaced.
 Expected<std::shared_ptr<const Package>> withSteps(const Package& pkg, std::vector<size_t> PackageFunction::*list,
@@ -163,15 +173,7 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
   auto want = interpret(*module->functions().front(), {x});
   ASSERT_TRUE(want) << want.error().message();
-  auto outputOf = [&](std::shared_ptr<const Package> p) -> Tensor {
-    auto runner = PackageRunner::create(std::move(p));
-    EXPECT_TRUE(runner) << runner.error().message();
-    if (!runner) return Tensor();
-    auto out = (*runner)->run(f.name, {x});
-    EXPECT_TRUE(out) << out.error().message();
-    return out ? (*out)[0] : Tensor();
-  };
-  Tensor direct = outputOf(*pkg);
+  Tensor direct = firstOutput(*pkg, f.name, x);
   for (int64_t i = 0; i < want->outputs[0].numElements(); ++i)
     EXPECT_NEAR(direct.at(i), want->outputs[0].at(i), 1e-5) << i;
 
@@ -198,17 +200,9 @@ TEST(PackageRunner, PackedGemmsRunWhereThePackageSaysSo) {
   ASSERT_EQ(f.packedGemms, (std::vector<size_t>{0, 1, 2}));
   Tensor x(f.inputs[0].type);
   for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
-  auto outputOf = [&](std::shared_ptr<const Package> p) -> Tensor {
-    auto runner = PackageRunner::create(std::move(p));
-    EXPECT_TRUE(runner) << runner.error().message();
-    if (!runner) return Tensor();
-    auto out = (*runner)->run(f.name, {x});
-    EXPECT_TRUE(out) << out.error().message();
-    return out ? (*out)[0] : Tensor();
-  };
   auto blas = withSteps(*pkg, &PackageFunction::packedGemms, {});
   ASSERT_TRUE(blas) << blas.error().message();
-  Tensor packed = outputOf(pkg), library = outputOf(*blas);
+  Tensor packed = firstOutput(pkg, f.name, x), library = firstOutput(*blas, f.name, x);
   ASSERT_EQ(packed.numElements(), library.numElements());
   for (int64_t i = 0; i < packed.numElements(); ++i) EXPECT_NEAR(packed.at(i), library.at(i), 1e-6) << i;
 
