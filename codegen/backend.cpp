@@ -145,14 +145,15 @@ Expected<std::string> kernelIR(const Plan& plan) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     if (step.kind == StepKind::Gemm) {
+      out += str("gemm step ", s, " (", step.name, "): ");
+      if (!packedGemmFits(plan, s)) {
+        out += "BLAS\n";
+        continue;
+      }
       auto epilogue = packedEpilogue(plan, s);
-      out += str("gemm step ", s, " (", step.name, "): ",
-                 packedGemmFits(plan, s) ? cpu::describePackedGemm(step.gemm, gemmTiling, static_cast<bool>(epilogue))
-                                         : std::string("BLAS"),
-                 packedGemmFits(plan, s) && !step.kernels.empty() && !epilogue
-                     ? str("; epilogue after the GEMM: ", epilogue.error().message())
-                     : std::string(),
-                 "\n");
+      out += cpu::describePackedGemm(step.gemm, gemmTiling, static_cast<bool>(epilogue));
+      if (!step.kernels.empty() && !epilogue) out += str("; epilogue after the GEMM: ", epilogue.error().message());
+      out += "\n";
       continue;
     }
     if (step.kind != StepKind::Conv) continue;
@@ -198,7 +199,7 @@ Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan) {
 #if KFUSE_HAS_LLVM_JIT
   d.packedWeights = packedBytes(plan, packedGemmSteps(plan));
 #endif
-  d.total = memoryReport(plan, {}).predictedPeak + d.packedWeights;
+  d.total = plan.deviceBytes() + d.packedWeights;
   return d;
 }
 

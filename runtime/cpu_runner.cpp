@@ -32,9 +32,13 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRun
   kernels_.resize(plan_->kernels.size(), nullptr);
   steps_.resize(plan_->steps.size(), nullptr);
   packed_.resize(plan_->steps.size());
+  packable_.assign(plan_->steps.size(), false);
   epilogueInside_.assign(plan_->steps.size(), false);
-  for (size_t s = 0; s < plan_->steps.size(); ++s)
-    epilogueInside_[s] = steps_[s] && plan_->steps[s].kind == StepKind::Gemm && static_cast<bool>(packedEpilogue(*plan_, s));
+  for (size_t s = 0; s < plan_->steps.size(); ++s) {
+    if (!steps_[s] || plan_->steps[s].kind != StepKind::Gemm) continue;
+    packable_[s] = packedGemmFits(*plan_, s);
+    epilogueInside_[s] = packable_[s] && static_cast<bool>(packedEpilogue(*plan_, s));
+  }
   const Plan& p = *plan_;
   uploaded_.resize(p.buffers.size());
   writtenInPlace_.assign(p.buffers.size(), false);
@@ -394,7 +398,7 @@ Status CpuRunner::runGemm(size_t index, Frame& f) {
 // B is packed on the first run and again whenever the resident copy it came
 // from holds another tensor (a new upload of the parameter).
 Status CpuRunner::runPackedGemm(size_t index, KernelFn fn, Frame& f) {
-  if (!packedGemmFits(*plan_, index))
+  if (!packable_[index])
     return Error("a packed GEMM was compiled for a GEMM whose B is not constant while the plan runs");
   const GemmSpec& g = plan_->steps[index].gemm;
   const PlanBuffer& b = plan_->buffers[static_cast<size_t>(plan_->storageOf(g.b))];

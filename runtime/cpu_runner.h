@@ -121,7 +121,11 @@ class CpuRunner {
     std::shared_ptr<const Tensor> source;
   };
   std::vector<PackedB> packed_;
-  std::vector<bool> epilogueInside_;  // per step: its packed GEMM runs the epilogue
+  // Per step, from runtime/packed_gemm.h's rule once (it scans every
+  // step's writes): whether generated GEMM code may run it packed, and
+  // whether that code runs the epilogue too.
+  std::vector<bool> packable_;
+  std::vector<bool> epilogueInside_;
   CpuRunnerOptions opts_;
   uint64_t launches_ = 0;
   uint64_t bytesAllocated_ = 0;

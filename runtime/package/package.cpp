@@ -185,13 +185,14 @@ MetaSection readMeta(const json& j) {
     within(str("function @", fn.name), [&] {
       fn.inputs = readTensors(at(f, "inputs"));
       fn.outputs = readTensors(at(f, "outputs"));
-      if (f.contains("direct_convs"))
-        for (int64_t s : intsAt(f, "direct_convs", 0, kMaxSteps)) fn.directConvs.push_back(static_cast<size_t>(s));
-      if (f.contains("packed_gemms"))
-        for (int64_t s : intsAt(f, "packed_gemms", 0, kMaxSteps)) fn.packedGemms.push_back(static_cast<size_t>(s));
-      if (f.contains("packed_epilogues"))
-        for (int64_t s : intsAt(f, "packed_epilogues", 0, kMaxSteps))
-          fn.packedEpilogues.push_back(static_cast<size_t>(s));
+      // Absent from packages written before the lists existed: none.
+      auto steps = [&](const char* key, std::vector<size_t>& out) {
+        if (f.contains(key))
+          for (int64_t s : intsAt(f, key, 0, kMaxSteps)) out.push_back(static_cast<size_t>(s));
+      };
+      steps("direct_convs", fn.directConvs);
+      steps("packed_gemms", fn.packedGemms);
+      steps("packed_epilogues", fn.packedEpilogues);
     });
     out.functions.push_back(std::move(fn));
   }
