@@ -73,8 +73,8 @@ Expected<cpu::CpuTarget> cpuTargetOf(const PackageCompileOptions& o) {
   return cpu::CpuTarget::named(o.cpu);
 }
 
-// Every kernel and direct convolution of every plan, named by kernelSymbol
-// and stepSymbol, in units compiled in parallel (one LLVM module each),
+// Every kernel, direct convolution and packed GEMM of every plan, named by
+// kernelSymbol and stepSymbol, in units compiled in parallel (one LLVM module each),
 // linked into one shared object.
 Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, const cpu::CpuTarget& target,
                   const cpu::ConvTiling& tiling, PackageContents& out, CompiledPackage& stats) {
