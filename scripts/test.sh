@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-configure() { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"; }
+configure() { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"; }
 jobs="$(nproc)"
 
 echo "== the suite with buffer poisoning on by default"
