@@ -25,3 +25,6 @@ echo "== the suite in the ordinary build"
 configure -DKFUSE_POISON_BY_DEFAULT=OFF
 cmake --build build --parallel
 ctest --test-dir build --output-on-failure --parallel "$jobs"
+
+# How much disk the build took: CI's machines have had little to spare.
+echo "== build folder: $(du -sh build | cut -f1); free: $(df -h --output=avail . | tail -1)"
