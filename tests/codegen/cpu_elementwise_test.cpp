@@ -113,8 +113,9 @@ TEST(CpuElementwise, VectorMathIsWithinFourUlp) {
     if (cpu::usesVectorMath(llvm::Triple(cpu::CpuTarget::host().triple))) {
       EXPECT_NE(compiled->optimizedIR.find("x float> @_ZGV"), std::string::npos) << scalarOpName(op) << " is scalar";
       // AVX-512 hosts: kernels prefer 512-bit vectors, so the 16-lane forms are the ones checked here.
-      if (cpu::CpuTarget::host().features.find("+avx512f") != std::string::npos)
+      if (cpu::CpuTarget::host().features.find("+avx512f") != std::string::npos) {
         EXPECT_NE(compiled->optimizedIR.find("@_ZGVeN16v_"), std::string::npos) << scalarOpName(op) << " has no 16-lane form";
+      }
     }
     std::vector<Tensor> buffers = {in, Tensor(TensorType(DType::F32, {n}))};
     runCompiled(compiled->functions[0], buffers);
