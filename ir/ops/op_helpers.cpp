@@ -65,9 +65,7 @@ Expected<std::vector<int64_t>> axesAttr(const OpCall& c, std::string_view name, 
 
 std::vector<TensorType> one(TensorType t) { return {std::move(t)}; }
 
-// str() rather than "[" + join(v): GCC 12 at -O3 warns that the inlined
-// insert may overlap (a false positive, GCC bug 105329).
-std::string listText(const std::vector<int64_t>& v) { return str("[", join(v), "]"); }
+std::string listText(const std::vector<int64_t>& v) { return "[" + join(v) + "]"; }
 
 std::optional<int64_t> checkedAdd(int64_t a, int64_t b) {
   if (a > std::numeric_limits<int64_t>::max() - b) return std::nullopt;

@@ -177,7 +177,7 @@ TEST(TraceOps, EachFunctionBuildsOneNodeOfItsOpWithItsAttributes) {
     SCOPED_TRACE(c.op);
     Tracer t;
     std::vector<Tensor> in;
-    for (size_t i = 0; i < c.inputs.size(); ++i) in.push_back(t.input(kfuse::str("x", i), c.inputs[i]));
+    for (size_t i = 0; i < c.inputs.size(); ++i) in.push_back(t.input("x" + std::to_string(i), c.inputs[i]));
     std::vector<Tensor> out = c.call(in);
     for (const Tensor& r : out) ASSERT_TRUE(r.ok()) << (r.error() ? r.error()->message() : "empty");
     auto m = t.finish(out);
