@@ -6,7 +6,10 @@
 // layout cost model that codegen/backend.cpp gives layout selection
 // (docs/layout.md).
 //
-//   conv_layout_bench [--reps N] [--fit]
+//   conv_layout_bench [--reps N] [--fit] [--cpu NAME]
+//
+// --cpu generates the direct convolutions for a named CPU (LLVM's name,
+// e.g. haswell on an AVX-512 machine, to measure AVX2 code at real speed).
 //
 // Prints one line per shape and layout (best of N runs, milliseconds), then
 // with --fit the coefficient of the cost model's form
@@ -118,7 +121,7 @@ double seconds(const ConvSpec& c, int reps, kfuse::cpu::KernelFn direct = nullpt
 // The direct convolution of `c` compiled for the host, or null where the
 // host runs im2col instead.
 kfuse::cpu::KernelFn directFor(kfuse::cpu::CpuJit& jit, const ConvSpec& c) {
-  static const kfuse::cpu::ConvTiling tiling = orExit(kfuse::cpu::convTilingFor(kfuse::cpu::CpuTarget::host()));
+  const kfuse::cpu::ConvTiling& tiling = jit.subtarget().conv;
   if (!kfuse::cpu::directConvFits(c, kfuse::DType::F32, tiling)) return nullptr;
   kfuse::cpu::DirectConv conv{"conv", c, tiling};
   auto compiled = orExit(jit.compile(kfuse::cpu::CodeBatch{{}, std::span(&conv, 1)}));
@@ -163,13 +166,16 @@ void fit(const char* label, const std::vector<double>& macs, const std::vector<d
 int main(int argc, char** argv) {
   int reps = 20;
   bool doFit = false;
+  std::string cpu;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--fit")) doFit = true;
+    else if (!std::strcmp(argv[i], "--cpu") && i + 1 < argc) cpu = argv[++i];
   }
   const char* labels[4] = {"nchw/oihw", "nchw/ohwi", "nhwc/oihw", "nhwc/ohwi"};
   std::vector<double> macs, t[4], directMacs, directT;
-  auto jit = orExit(kfuse::cpu::CpuJit::create());
+  auto jit = orExit(kfuse::cpu::CpuJit::create(orExit(kfuse::cpu::cpuTargetFor(cpu))));
+  std::printf("direct convolutions for %s\n", jit->subtarget().describe().c_str());
   std::printf("%-12s %2s %4s %4s %4s %2s  %9s %9s %9s %9s %9s  (ms, best of %d)\n", "conv", "n", "c", "hw", "o", "k",
               labels[0], labels[1], labels[2], labels[3], "direct", reps);
   for (const Shape& s : shapes()) {

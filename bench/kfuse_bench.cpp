@@ -5,7 +5,9 @@
 //   NAME infer MODEL.onnx X.npy
 //   NAME train MODEL.onnx X.npy Y.npy LR     (cross-entropy + Adam)
 //
-// compiles every workload once for the cpu target, printing one JSON line per
+// compiles every workload once for the cpu target (for this machine, or
+// with `--cpu NAME` for a named CPU it can run: haswell on an AVX-512
+// machine runs AVX2 code), printing one JSON line per
 // workload (compile times, launches per step, where it wrote its first
 // outputs / loss), then "ready", and then serves commands on stdin, one JSON
 // line each:
@@ -60,7 +62,7 @@ T orDie(Expected<T> e, const std::string& what) {
 
 // Compiles one workload, runs it once (outputs written beside the model as
 // NAME.kfuse.npy, or its first loss reported), and prints its JSON line.
-Workload setUp(std::istringstream& line, const std::string& dir) {
+Workload setUp(std::istringstream& line, const std::string& dir, const std::string& cpu) {
   Workload w;
   std::string model, x, y;
   line >> w.name >> w.kind >> model >> x;
@@ -74,11 +76,11 @@ Workload setUp(std::istringstream& line, const std::string& dir) {
   json << ", \"import_ms\": " << msSince(t0);
   if (w.kind == "infer") {
     w.module = std::move(imported);
-    auto backend = orDie(backendFor("cpu"), "backend");
+    auto backend = orDie(backendFor("cpu", {.cpu = cpu}), "backend");
     auto t1 = Clock::now();
     if (Status s = prepareModule(*w.module, backend); !s) die(w.name + ": " + s.message());
     double passes = msSince(t1);
-    w.exec = orDie(createExecutor("cpu"), "executor");
+    w.exec = orDie(createExecutor("cpu", {.cpu = cpu}), "executor");
     auto t2 = Clock::now();
     const Graph& fn = *w.module->functions().front();
     const Plan* plan = w.exec->planFor(fn);  // plans and JIT-compiles every kernel
@@ -93,6 +95,7 @@ Workload setUp(std::istringstream& line, const std::string& dir) {
     w.labels = orDie(readNpy(dir + "/" + y), y);
     TrainerOptions opts;
     opts.target = "cpu";
+    opts.execution.cpu = cpu;
     opts.training.loss = LossKind::CrossEntropy;
     opts.training.optimizer.kind = OptimizerKind::Adam;
     auto t1 = Clock::now();
@@ -133,8 +136,10 @@ void runIterations(Workload& w, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) die("usage: kfuse_bench MANIFEST (see bench/kfuse_bench.cpp)");
-  std::string manifest = argv[1];
+  std::string cpu;
+  if (argc == 4 && std::string(argv[1]) == "--cpu") cpu = argv[2];
+  if (argc != 2 && cpu.empty()) die("usage: kfuse_bench [--cpu NAME] MANIFEST (see bench/kfuse_bench.cpp)");
+  std::string manifest = argv[argc - 1];
   std::string dir = manifest.substr(0, manifest.find_last_of('/') == std::string::npos ? 0 : manifest.find_last_of('/'));
   if (dir.empty()) dir = ".";
   std::ifstream in(manifest);
@@ -143,7 +148,7 @@ int main(int argc, char** argv) {
   for (std::string text; std::getline(in, text);) {
     if (text.empty() || text[0] == '#') continue;
     std::istringstream line(text);
-    Workload w = setUp(line, dir);
+    Workload w = setUp(line, dir, cpu);
     std::string name = w.name;
     workloads.emplace(name, std::move(w));
   }

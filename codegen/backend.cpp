@@ -36,7 +36,8 @@ class InterpreterExecutor : public Executor {
 // kernels, matmuls GEMM steps) and runs it on the CPU.
 class CpuExecutor : public Executor {
  public:
-  explicit CpuExecutor(const ExecutionOptions& opts) : opts_(opts) {}
+  CpuExecutor(const ExecutionOptions& opts, ConvWorkspacePolicy convWorkspace)
+      : opts_(opts), convWorkspace_(std::move(convWorkspace)) {}
   std::string_view target() const override { return "cpu"; }
   Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) override {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
@@ -80,7 +81,7 @@ class CpuExecutor : public Executor {
   Expected<CpuRunner*> runnerFor(const Graph& fn) {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, cpuConvWorkspace()}));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, convWorkspace_}));
     KF_ASSIGN_OR_RETURN(CpuFunctions compiled, compile(plan));
     CpuRunnerOptions ro;
     ro.poison = opts_.poison;
@@ -93,9 +94,12 @@ class CpuExecutor : public Executor {
   // All of a plan's kernels, direct convolutions and packed GEMMs in one
   // LLVM module, compiled once.
   Expected<CpuFunctions> compile(const Plan& plan) {
-    const cpu::CpuTarget& host = cpu::CpuTarget::host();
-    KF_ASSIGN_OR_RETURN(cpu::ConvTiling convTiling, cpu::convTilingFor(host));
-    KF_ASSIGN_OR_RETURN(cpu::GemmTiling gemmTiling, cpu::gemmTilingFor(host));
+    if (!jit_) {
+      KF_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::cpuTargetFor(opts_.cpu));
+      KF_ASSIGN_OR_RETURN(jit_, cpu::CpuJit::create(target));
+    }
+    const cpu::ConvTiling& convTiling = jit_->subtarget().conv;
+    const cpu::GemmTiling& gemmTiling = jit_->subtarget().gemm;
     std::vector<size_t> convSteps = cpu::directConvSteps(plan, convTiling);
     std::vector<size_t> gemmSteps = packedGemmSteps(plan);
     std::vector<cpu::DirectConv> convs;
@@ -103,9 +107,6 @@ class CpuExecutor : public Executor {
     std::vector<cpu::PackedGemm> gemms;
     for (size_t s : gemmSteps) gemms.push_back(cpu::packedGemmOf(plan, s, str("gemm_step", s), gemmTiling));
     if (plan.kernels.empty() && convs.empty() && gemms.empty()) return CpuFunctions{};
-    if (!jit_) {
-      KF_ASSIGN_OR_RETURN(jit_, cpu::CpuJit::create());
-    }
     KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, jit_->compile(cpu::CodeBatch{plan.kernels, convs, gemms}));
     CpuFunctions code{std::move(compiled.functions), std::vector<KernelFn>(plan.steps.size(), nullptr)};
     for (size_t i = 0; i < convSteps.size(); ++i) code.steps[convSteps[i]] = compiled.convs[i];
@@ -119,6 +120,7 @@ class CpuExecutor : public Executor {
 #endif
 
   ExecutionOptions opts_;
+  ConvWorkspacePolicy convWorkspace_;  // the subtarget's: the JIT's tiling decides which convolutions run directly
   std::map<const Graph*, std::unique_ptr<CpuRunner>> runners_;
 };
 
@@ -135,13 +137,21 @@ std::string defaultTarget() { return "cpu"; }
 
 namespace {
 
-// The kernels, then how the host runs each GEMM and convolution.
-Expected<std::string> kernelIR(const Plan& plan) {
+#if KFUSE_HAS_LLVM_JIT
+Expected<cpu::CpuSubtarget> cpuSubtargetFor(std::string_view cpu) {
+  KF_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::cpuTargetFor(cpu));
+  return cpu::subtargetOf(target);
+}
+#endif
+
+// The kernels, then how the CPU runs each GEMM and convolution.
+Expected<std::string> kernelIR(const Plan& plan, std::string_view cpu) {
   std::string out;
   for (const kernel::Kernel& k : plan.kernels) out += kernel::printKernel(k) + "\n";
 #if KFUSE_HAS_LLVM_JIT
-  KF_ASSIGN_OR_RETURN(cpu::ConvTiling tiling, cpu::convTilingFor(cpu::CpuTarget::host()));
-  KF_ASSIGN_OR_RETURN(cpu::GemmTiling gemmTiling, cpu::gemmTilingFor(cpu::CpuTarget::host()));
+  KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(cpu));
+  const cpu::ConvTiling& tiling = subtarget.conv;
+  const cpu::GemmTiling& gemmTiling = subtarget.gemm;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     if (step.kind == StepKind::Gemm) {
@@ -187,11 +197,14 @@ Expected<DeviceBytes> cudaDeviceBytes(const Plan& plan) {
 
 }  // namespace
 
-ConvWorkspacePolicy cpuConvWorkspace() {
+Expected<ConvWorkspacePolicy> cpuConvWorkspace(std::string_view cpu) {
 #if KFUSE_HAS_LLVM_JIT
-  if (auto tiling = cpu::convTilingFor(cpu::CpuTarget::host())) return cpu::im2colWorkspaces(*tiling);
+  KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(cpu));
+  return cpu::im2colWorkspaces(subtarget.conv);
+#else
+  if (!cpu.empty() && cpu != "native") return Error(str("--cpu=", cpu, " needs the LLVM backend, which this kfuse lacks"));
+  return ConvWorkspacePolicy{};
 #endif
-  return {};
 }
 
 Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan) {
@@ -203,19 +216,22 @@ Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan) {
   return d;
 }
 
-Expected<Backend> backendFor(std::string_view target, bool fuse, std::string_view layout) {
-  KF_RETURN_IF_ERROR(parseLayoutMode(layout).status());
+Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
+  KF_RETURN_IF_ERROR(parseLayoutMode(o.layout).status());
+  if (target != "cpu" && !o.cpu.empty()) return Error(str("--cpu applies to --target=cpu, not ", target));
   // Layout selection after simplification and before fusion, with the
   // target's measured cost model (passes/layout_cost.cpp).
-  std::string prepare = str(kSimplify, ",layout{mode=", layout, " target=", target, "}");
-  if (target == "interpreter") return Backend{"interpreter", prepare, {}, {}, {}};
-  if (target == "cpu")
-    return Backend{"cpu", fuse ? str(prepare, ",fuse,dce") : prepare, kernel::checkGroup, kernelIR, cpuDeviceBytes,
-                   cpuConvWorkspace()};
+  std::string prepare = str(kSimplify, ",layout{mode=", o.layout, " target=", target, "}");
+  std::string fused = o.fuse ? str(prepare, ",fuse,dce") : prepare;
+  if (target == "interpreter") return Backend{"interpreter", "", prepare, {}, {}, {}};
+  if (target == "cpu") {
+    KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(o.cpu));
+    auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
+    return Backend{"cpu", o.cpu, fused, kernel::checkGroup, source, cpuDeviceBytes, std::move(convWorkspace)};
+  }
 #if KFUSE_HAS_CUDA
   if (target == "cuda")
-    return Backend{"cuda", fuse ? str(prepare, ",fuse,dce") : prepare, cuda::checkGroup, cudaSource, cudaDeviceBytes,
-                   noConvWorkspace()};
+    return Backend{"cuda", "", fused, cuda::checkGroup, cudaSource, cudaDeviceBytes, noConvWorkspace()};
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }
@@ -235,7 +251,17 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
   if (opts.profile && opts.cudaGraph)
     return Error("per-step times cannot be measured with --cuda-graph: a CUDA Graph replays the whole plan as one launch");
   if (target == "interpreter") return std::unique_ptr<Executor>(new InterpreterExecutor());
-  if (target == "cpu") return std::unique_ptr<Executor>(new CpuExecutor(opts));
+  if (target != "cpu" && !opts.cpu.empty()) return Error(str("--cpu applies to --target=cpu, not ", target));
+  if (target == "cpu") {
+    // The CPU is checked here, before anything compiles: an unknown name,
+    // or one whose features this machine lacks, fails at once.
+    KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(opts.cpu));
+#if KFUSE_HAS_LLVM_JIT
+    KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(opts.cpu));
+    KF_RETURN_IF_ERROR(cpu::checkRunsHere(subtarget));
+#endif
+    return std::unique_ptr<Executor>(new CpuExecutor(opts, std::move(convWorkspace)));
+  }
 #if KFUSE_HAS_CUDA
   if (target == "cuda") {
     cuda::CudaExecutorOptions co;

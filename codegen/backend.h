@@ -17,8 +17,19 @@
 
 namespace kfuse {
 
+// How a target is configured: fusion (--no-fuse turns it off), the layout
+// pass's mode (--layout: auto, nchw, nhwc) and, for the cpu target, the CPU
+// the code is for (--cpu: an LLVM CPU name, "" for this machine): which
+// convolutions run directly, and so need no im2col workspace, depends on it.
+struct BackendOptions {
+  bool fuse = true;
+  std::string layout = "auto";
+  std::string cpu;
+};
+
 struct Backend {
   std::string target;
+  std::string cpu;  // BackendOptions::cpu: executors for this backend's plans take it
   // The passes after any autodiff: simplification, then fusion when the
   // target generates kernels.
   std::string pipeline;
@@ -39,18 +50,18 @@ struct Backend {
   PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace}; }
 };
 
-// What the cpu target allocates to run `plan` on this machine: the two
-// regions and, with LLVM, a packed copy of each packed GEMM's B.
+// What the cpu target allocates to run `plan`: the two regions and, with
+// LLVM, a packed copy of each packed GEMM's B.
 Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan);
 
-// The cpu target's policy on this machine: a workspace for the convolutions
-// that get no generated direct convolution (all of them without LLVM).
-ConvWorkspacePolicy cpuConvWorkspace();
+// The cpu target's policy for CPU `cpu` (as BackendOptions::cpu): a
+// workspace for the convolutions that get no generated direct convolution
+// (all of them without LLVM). Errors name an unknown CPU.
+Expected<ConvWorkspacePolicy> cpuConvWorkspace(std::string_view cpu);
 
-// `fuse` false gives the same pipeline without fusion (--no-fuse), so every
-// node is its own launch.
-// `layout` (auto, nchw, nhwc) is the layout pass's mode (--layout).
-Expected<Backend> backendFor(std::string_view target, bool fuse = true, std::string_view layout = "auto");
+// Without fusion (`fuse` false) every node is its own launch. Errors name
+// an unknown target, layout mode or CPU.
+Expected<Backend> backendFor(std::string_view target, const BackendOptions& options = {});
 
 // Runs the backend's pipeline over every function of `m` (inference).
 Status prepareModule(Module& m, const Backend& backend, const Instrumentation& instr = {});

@@ -68,23 +68,24 @@ class Progress {
 
 #if KFUSE_HAS_LLVM_JIT
 // The machine a cpu package is compiled for: --cpu's, or this one.
-Expected<cpu::CpuTarget> cpuTargetOf(const PackageCompileOptions& o) {
-  if (o.cpu.empty()) return cpu::CpuTarget::host();
-  return cpu::CpuTarget::named(o.cpu);
+Expected<cpu::CpuSubtarget> cpuSubtargetOf(const PackageCompileOptions& o) {
+  KF_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::cpuTargetFor(o.cpu));
+  return cpu::subtargetOf(target);
 }
 
 // Every kernel, direct convolution and packed GEMM of every plan, named by
 // kernelSymbol and stepSymbol, in units compiled in parallel (one LLVM module each),
 // linked into one shared object.
-Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o, const cpu::CpuTarget& target,
-                  const cpu::ConvTiling& tiling, PackageContents& out, CompiledPackage& stats) {
-  KF_ASSIGN_OR_RETURN(out.meta.cpuFeatures, cpu::enabledFeatures(target));
-  out.meta.cpuTriple = target.triple;
-  out.meta.cpuName = target.cpu;
+Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o,
+                  const cpu::CpuSubtarget& subtarget, PackageContents& out, CompiledPackage& stats) {
+  out.meta.cpuFeatures = subtarget.features;
+  out.meta.cpuTriple = subtarget.target.triple;
+  out.meta.cpuName = subtarget.target.cpu;
   std::vector<kernel::Kernel> kernels;
   std::vector<cpu::DirectConv> convs;
   std::vector<cpu::PackedGemm> gemms;
-  KF_ASSIGN_OR_RETURN(cpu::GemmTiling gemmTiling, cpu::gemmTilingFor(target));
+  const cpu::ConvTiling& tiling = subtarget.conv;
+  const cpu::GemmTiling& gemmTiling = subtarget.gemm;
   for (size_t f = 0; f < fns.size(); ++f) {
     const Plan& plan = *fns[f].plan;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
@@ -120,7 +121,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < parts.size();) {
-      objects[i] = cpu::emitObject(parts[i], target, co);
+      objects[i] = cpu::emitObject(parts[i], subtarget, co);
       const cpu::CodeBatch& p = parts[i];
       progress.done(!p.convs.empty()   ? str("LLVM module ", i + 1, " (direct convolution @", p.convs[0].name, ")")
                     : !p.gemms.empty() ? str("LLVM module ", i + 1, " (packed GEMM @", p.gemms[0].name, ")")
@@ -188,7 +189,7 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   out.meta.target = o.target;
   out.meta.model = o.model;
   out.meta.options = o.commandLine;
-  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(o.target, o.fuse, o.layout));
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(o.target, {.fuse = o.fuse, .layout = o.layout, .cpu = o.cpu}));
   // The whole pipeline, plan passes included: `kfuse opt --passes=` runs it.
   out.meta.pipeline = str(backend.pipeline, ",", standardPlanPipeline(o.inplace));
   // Signatures as written, before passes rename values.
@@ -214,18 +215,9 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   } else {
     KF_RETURN_IF_ERROR(prepareModule(m, backend, o.instrumentation));
   }
-  // Planned for the machine the package is for: its direct convolutions
-  // need no im2col workspace.
+  // Planned for the machine the package is for (the backend's --cpu): its
+  // direct convolutions need no im2col workspace.
   PlanOptions planning = backend.planOptions(o.inplace);
-#if KFUSE_HAS_LLVM_JIT
-  cpu::CpuTarget cpuTarget;
-  cpu::ConvTiling tiling;
-  if (o.target == "cpu") {
-    KF_ASSIGN_OR_RETURN(cpuTarget, cpuTargetOf(o));
-    KF_ASSIGN_OR_RETURN(tiling, cpu::convTilingFor(cpuTarget));
-    planning.convWorkspace = cpu::im2colWorkspaces(tiling);
-  }
-#endif
   CompiledPackage stats;
   for (auto& [name, sig] : functions) {
     const Graph* g = m.findFunction(name);
@@ -237,7 +229,8 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   KF_RETURN_IF_ERROR(collectParams(m, out));
   if (o.target == "cpu") {
 #if KFUSE_HAS_LLVM_JIT
-    KF_RETURN_IF_ERROR(compileCpu(out.functions, o, cpuTarget, tiling, out, stats));
+    KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetOf(o));
+    KF_RETURN_IF_ERROR(compileCpu(out.functions, o, subtarget, out, stats));
 #else
     return Error("cpu packages need the LLVM backend (configure with -DKFUSE_WITH_LLVM=ON)");
 #endif

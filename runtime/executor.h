@@ -22,6 +22,10 @@ struct ExecutionOptions {
   bool inplace = true;
   // Poison buffers when their lifetime ends (--poison; runtime/cpu_runner.h).
   bool poison = poisonByDefault();
+  // cpu: the CPU kernels are compiled for (--cpu: an LLVM CPU name such as
+  // "haswell" or "x86-64-v2", whose features this machine must have; "":
+  // this machine).
+  std::string cpu;
   // cuda: the architecture NVRTC compiles for (--arch), and capturing each
   // run as a CUDA Graph replayed after (--cuda-graph).
   std::string cudaArch = "sm_90";

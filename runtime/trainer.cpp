@@ -20,7 +20,7 @@ Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& o
   // The training pipeline: autodiff (loss, backward, optimizer) on the copy,
   // then the target's passes (simplification, fusion); instrumented like
   // `kfuse opt`.
-  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, opts.fuse, opts.layout));
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, {.fuse = opts.fuse, .layout = opts.layout, .cpu = opts.execution.cpu}));
   PassManager pm(opts.instrumentation);
   pm.add(createAutodiffPass(opts.training, "train_step"));
   KF_ASSIGN_OR_RETURN(auto passes, parsePipeline(backend.pipeline));

@@ -1,5 +1,8 @@
 #include "codegen/cpu/compile.h"
 
+#include <mutex>
+#include <set>
+
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -24,32 +27,38 @@ llvm::OptimizationLevel toLLVM(OptLevel level) {
   return llvm::OptimizationLevel::O3;
 }
 
-// glibc's vector math (libmvec, glibc 2.35+) for the f32 functions kernels
-// call, with 4 (SSE), 8 (AVX2) and 16 (AVX-512) lanes: LLVM 14's own LIBMVEC table lacks
+// The f32 functions kernels call that glibc's vector math (libmvec) has,
+// in every variant the subtarget allows: LLVM 14's own LIBMVEC table lacks
 // tanh, erf, expm1 and log1p, and maps powf, whose vector form is off by up
 // to 33 ulp. Each of these is within 4 ulp of the exact result over all
 // floats (CpuElementwise.VectorMathIsWithinFourUlp).
-#define KFUSE_VECTOR_MATH(scalar, name)                                          \
-  {scalar, "_ZGVbN4v_" name, llvm::ElementCount::getFixed(4)},                   \
-  {scalar, "_ZGVdN8v_" name, llvm::ElementCount::getFixed(8)},                   \
-  {                                                                              \
-    scalar, "_ZGVeN16v_" name, llvm::ElementCount::getFixed(16)                  \
-  }
-const llvm::VecDesc kVectorMath[] = {
-    KFUSE_VECTOR_MATH("llvm.exp.f32", "expf"), KFUSE_VECTOR_MATH("llvm.log.f32", "logf"),
-    KFUSE_VECTOR_MATH("sinf", "sinf"),         KFUSE_VECTOR_MATH("cosf", "cosf"),
-    KFUSE_VECTOR_MATH("tanhf", "tanhf"),       KFUSE_VECTOR_MATH("erff", "erff"),
-    KFUSE_VECTOR_MATH("expm1f", "expm1f"),     KFUSE_VECTOR_MATH("log1pf", "log1pf"),
+struct VectorFunction {
+  const char* scalar;  // as the IR calls it
+  const char* name;    // libmvec's base name
 };
-#undef KFUSE_VECTOR_MATH
+constexpr VectorFunction kVectorMath[] = {
+    {"llvm.exp.f32", "expf"}, {"llvm.log.f32", "logf"}, {"sinf", "sinf"},     {"cosf", "cosf"},
+    {"tanhf", "tanhf"},       {"erff", "erff"},         {"expm1f", "expm1f"}, {"log1pf", "log1pf"},
+};
+
+// The table handed to LLVM: its entries reference these names, so they live
+// as long as the process (one per variant and function, built once).
+std::vector<llvm::VecDesc> vectorMathTable(const CpuSubtarget& subtarget) {
+  static std::mutex mutex;
+  static std::set<std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<llvm::VecDesc> out;
+  for (const VectorMathVariant& v : subtarget.vectorMath)
+    for (const VectorFunction& f : kVectorMath) {
+      const std::string& name = *names.insert(str("_ZGV", v.isa, "N", v.lanes, "v_", f.name)).first;
+      out.push_back({f.scalar, name, llvm::ElementCount::getFixed(static_cast<unsigned>(v.lanes))});
+    }
+  return out;
+}
 
 }  // namespace
 
-bool usesVectorMath(const llvm::Triple& triple) {
-  return triple.getArch() == llvm::Triple::x86_64 && triple.isOSLinux() && triple.isGNUEnvironment();
-}
-
-void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level) {
+void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, OptLevel level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -62,7 +71,7 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel leve
   // may then call vector math instead of libm once per element (softmax's
   // exponentials were 16% of a transformer block's inference).
   llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
-  if (usesVectorMath(tm.getTargetTriple())) tlii.addVectorizableFunctions(kVectorMath);
+  tlii.addVectorizableFunctions(vectorMathTable(subtarget));
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -75,19 +84,15 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel leve
 }
 
 Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
-                                                          llvm::TargetMachine& tm, OptLevel level) {
+                                                          llvm::TargetMachine& tm, const CpuSubtarget& subtarget,
+                                                          OptLevel level) {
   auto module = std::make_unique<llvm::Module>("kfuse_kernels", ctx);
   module->setTargetTriple(tm.getTargetTriple().str());
   module->setDataLayout(tm.createDataLayout());
-  // LLVM's x86 cost model prefers 256-bit vectors on AVX-512 CPUs (for the
-  // clock drops of older ones); kernels ask for 512: the attention softmax
-  // step of the encoder block went from 106 to 85 us (16-lane exponentials),
-  // the MLP training step 3.95 to 3.81 ms, the CNN unchanged (A/B).
-  const bool avx512 = tm.getTargetFeatureString().contains("+avx512f");
   auto forTarget = [&](llvm::Function* fn) {
     fn->addFnAttr("target-cpu", tm.getTargetCPU());
     fn->addFnAttr("target-features", tm.getTargetFeatureString());
-    if (avx512) fn->addFnAttr("prefer-vector-width", "512");
+    if (subtarget.preferVectorWidth) fn->addFnAttr("prefer-vector-width", std::to_string(subtarget.preferVectorWidth));
   };
   for (const kernel::Kernel& k : batch.kernels) {
     KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitKernel(k, ctx, *module));
@@ -104,20 +109,23 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());
-  optimizeModule(*module, tm, level);
+  optimizeModule(*module, tm, subtarget, level);
   return module;
 }
 
-Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuTarget& target, const CompileOptions& options) {
+Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuSubtarget& subtarget, const CompileOptions& options) {
+  const CpuTarget& target = subtarget.target;
   KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, createTargetMachine(target, /*pic=*/true));
   llvm::LLVMContext ctx;
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(batch, ctx, *tm, options.optLevel));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module,
+                      buildKernelModule(batch, ctx, *tm, subtarget, options.optLevel));
   ObjectCode out;
   if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager codegen;  // LLVM 14's code generator still runs on the legacy pass manager
-  if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile))
+  if (tm->addPassesToEmitFile(codegen, os, nullptr,
+                              options.assembly ? llvm::CGFT_AssemblyFile : llvm::CGFT_ObjectFile))
     return Error(str("LLVM cannot emit object files for ", target.triple));
   codegen.run(*module);
   out.bytes.assign(buffer.begin(), buffer.end());

@@ -12,7 +12,7 @@
 
 #include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/gemm_emitter.h"
-#include "codegen/cpu/target.h"
+#include "codegen/cpu/subtarget.h"
 #include "codegen/kernel/kernel_ir.h"
 #include "ir/support/expected.h"
 
@@ -25,15 +25,15 @@ struct CompileOptions {
   // Return the optimised module's text (kfuse's kernel dumps, tests that
   // check what the vectorizer did).
   bool keepOptimizedIR = false;
+  // emitObject: the target's assembly text instead of an object file (tests
+  // that check which instructions and registers the code uses).
+  bool assembly = false;
 };
 
-// Whether kernels for `triple` may call glibc's vector math library (libmvec)
-// once vectorised; whoever links or loads them must then provide it.
-bool usesVectorMath(const llvm::Triple& triple);
-
 // Runs LLVM's default per-module pipeline for `level` (new pass manager, with
-// loop and SLP vectorization from O2 on), its cost models those of `tm`.
-void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, OptLevel level);
+// loop and SLP vectorization from O2 on), its cost models those of `tm`, the
+// vector math it may call the subtarget's.
+void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, OptLevel level);
 
 // What one LLVM module holds: kernels, direct convolutions and packed
 // GEMMs, their names unique among all.
@@ -43,22 +43,23 @@ struct CodeBatch {
   std::span<const PackedGemm> gemms{};
 };
 
-// Emits the batch into one new module of `ctx` for `tm` (triple, data
-// layout, each function's target-cpu and target-features), then optimises
-// it. Errors name the kernel, convolution or GEMM at fault (see emitKernel,
+// Emits the batch into one new module of `ctx` for `tm`, which was created
+// for `subtarget` (triple, data layout, each function's target-cpu,
+// target-features and preferred vector width), then optimises it. Errors name the kernel, convolution or GEMM at fault (see emitKernel,
 // emitDirectConv, emitPackedGemm).
 Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
-                                                          llvm::TargetMachine& tm, OptLevel level);
+                                                          llvm::TargetMachine& tm, const CpuSubtarget& subtarget,
+                                                          OptLevel level);
 
 // An object file (ELF on Linux) defining one global function per kernel and
 // direct convolution and packed GEMM, with the ABI of llvm_emitter.h, as position-independent code. It calls libm
-// (erff, expf, ...) and, where usesVectorMath, libmvec (_ZGVdN8v_expf, ...),
+// (erff, expf, ...) and, where the subtarget has vector math, libmvec (_ZGVdN8v_expf, ...),
 // which the final link must provide.
 struct ObjectCode {
   std::string bytes;
   std::string optimizedIR;  // filled when options.keepOptimizedIR
 };
-Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuTarget& target = CpuTarget::host(),
+Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuSubtarget& subtarget,
                                 const CompileOptions& options = {});
 
 // The module's text (as `opt -S` prints it).

@@ -184,16 +184,6 @@ void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, 
 
 }  // namespace
 
-Expected<ConvTiling> convTilingFor(const CpuTarget& target) {
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> features, enabledFeatures(target));
-  auto has = [&](std::string_view f) { return std::find(features.begin(), features.end(), f) != features.end(); };
-  // channels x vectors accumulators plus a vector of inputs per block
-  // vector and a broadcast filter value stay within the register file.
-  if (has("avx512f")) return ConvTiling{16, 2, 8};
-  if (has("avx")) return ConvTiling{8, 2, 4};
-  return ConvTiling{4, 2, 4};
-}
-
 bool directConvSupports(const ConvSpec& c) {
   if (!directConvComputes(c.channelsLast, c.strideW) || c.groups < 1 || c.c % c.groups != 0 || c.o % c.groups != 0)
     return false;

@@ -26,24 +26,11 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/Module.h>
 
-#include "codegen/cpu/target.h"
+#include "codegen/cpu/subtarget.h"
 #include "ir/support/expected.h"
 #include "runtime/plan.h"
 
 namespace kfuse::cpu {
-
-// How a direct convolution blocks its output for one machine: each block is
-// `channels` output channels times `vectors` vectors of `lanes` f32 pixels
-// of one output row, accumulated in registers.
-struct ConvTiling {
-  int lanes = 8;
-  int vectors = 2;
-  int channels = 4;
-};
-
-// The tiling for `target`'s vector registers: 16 lanes and 32 registers with
-// AVX-512, 8 and 16 with AVX, 4 and 16 otherwise.
-Expected<ConvTiling> convTilingFor(const CpuTarget& target);
 
 // Whether the generated code can compute `c` at all: NCHW, unit horizontal
 // stride, channels divisible by the groups.
@@ -64,7 +51,7 @@ std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t);
 
 // One convolution to generate: the step's spec, the kernel name its
 // function is emitted under (symbolName(name)) and its tiling (any tiling
-// gives the same results; convTilingFor's is the fast one).
+// gives the same results; the subtarget's is the fast one).
 struct DirectConv {
   std::string name;
   ConvSpec spec;

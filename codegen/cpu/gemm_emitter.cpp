@@ -139,16 +139,6 @@ Status GemmEmitter::emitEpilogue(Value* row0, int rows) {
 
 }  // namespace
 
-Expected<GemmTiling> gemmTilingFor(const CpuTarget& target) {
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> features, enabledFeatures(target));
-  auto has = [&](std::string_view f) { return std::find(features.begin(), features.end(), f) != features.end(); };
-  // rows x vectors accumulators, a vector of B per block vector and a
-  // broadcast element of A within the register file.
-  if (has("avx512f")) return GemmTiling{16, 2, 12};
-  if (has("avx")) return GemmTiling{8, 2, 6};
-  return GemmTiling{4, 2, 6};
-}
-
 PackedGemm packedGemmOf(const Plan& plan, size_t step, std::string name, const GemmTiling& t) {
   const Step& s = plan.steps[step];
   PackedGemm g{std::move(name), s.gemm, t};

@@ -26,29 +26,16 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/Module.h>
 
-#include "codegen/cpu/target.h"
+#include "codegen/cpu/subtarget.h"
 #include "codegen/kernel/row_blocks.h"
 #include "ir/support/expected.h"
 #include "runtime/plan.h"
 
 namespace kfuse::cpu {
 
-// How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of
-// `lanes` floats, vectors * lanes dividing runtime/packed_gemm.h's panel.
-struct GemmTiling {
-  int lanes = 8;
-  int vectors = 2;
-  int rows = 6;
-};
-
-// The tiling for `target`'s vector registers: 12 rows x 2x16 with AVX-512
-// (24 accumulators of 32 registers), 6 x 2x8 with AVX and 6 x 2x4 otherwise
-// (12 of 16).
-Expected<GemmTiling> gemmTilingFor(const CpuTarget& target);
-
 // One GEMM to generate: the step's spec, the name its function is emitted
 // under (symbolName(name)) and its tiling (any valid tiling gives the same
-// bits; gemmTilingFor's is the fast one).
+// bits; the subtarget's is the fast one).
 struct PackedGemm {
   std::string name;
   GemmSpec spec;

@@ -23,14 +23,15 @@ llvm::orc::JITTargetMachineBuilder machineBuilder(const CpuTarget& target) {
 
 }  // namespace
 
-CpuJit::CpuJit(CpuTarget target, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm)
-    : target_(std::move(target)), jit_(std::move(jit)), tm_(std::move(tm)) {}
+CpuJit::CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm)
+    : subtarget_(std::move(subtarget)), jit_(std::move(jit)), tm_(std::move(tm)) {}
 
 CpuJit::~CpuJit() = default;
 
-Expected<std::unique_ptr<CpuJit>> CpuJit::create() {
+Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target) {
   initializeNativeTarget();
-  CpuTarget target = CpuTarget::host();
+  KF_ASSIGN_OR_RETURN(CpuSubtarget subtarget, subtargetOf(target));
+  KF_RETURN_IF_ERROR(checkRunsHere(subtarget));
   auto tm = machineBuilder(target).createTargetMachine();
   if (!tm) return fromLLVM(tm.takeError(), "cannot create the host target machine");
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(machineBuilder(target)).create();
@@ -41,19 +42,19 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create() {
   if (!process) return fromLLVM(process.takeError(), "cannot search the process for symbols");
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
   // Vectorised kernels call glibc's vector math, which kfuse itself does not
-  // link (compile.h's usesVectorMath).
-  if (usesVectorMath(llvm::Triple(target.triple))) {
+  // link (subtarget.h's vectorMath).
+  if (!subtarget.vectorMath.empty()) {
     auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", (*jit)->getDataLayout().getGlobalPrefix());
     if (!mvec) return fromLLVM(mvec.takeError(), "cannot load glibc's vector math library");
     (*jit)->getMainJITDylib().addGenerator(std::move(*mvec));
   }
-  return std::unique_ptr<CpuJit>(new CpuJit(std::move(target), std::move(*jit), std::move(*tm)));
+  return std::unique_ptr<CpuJit>(new CpuJit(std::move(subtarget), std::move(*jit), std::move(*tm)));
 }
 
 Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileOptions& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(batch, *ctx, *tm_, options.optLevel));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(batch, *ctx, *tm_, subtarget_, options.optLevel));
   CompiledKernels out;
   if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
 

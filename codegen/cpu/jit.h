@@ -1,7 +1,8 @@
-// Compiles kernels for the machine this process runs on, with LLVM 14's ORC
+// Compiles kernels for a CPU this process runs on, with LLVM 14's ORC
 // LLJIT, and hands back C function pointers (llvm_emitter.h's ABI).
 //
-//   KF_ASSIGN_OR_RETURN(auto jit, cpu::CpuJit::create());
+//   KF_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::cpuTargetFor(""));  // this machine
+//   KF_ASSIGN_OR_RETURN(auto jit, cpu::CpuJit::create(target));
 //   KF_ASSIGN_OR_RETURN(auto compiled, jit->compile(kernels));
 //   compiled.functions[0](buffers);
 //
@@ -19,7 +20,7 @@
 
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/llvm_emitter.h"
-#include "codegen/cpu/target.h"
+#include "codegen/cpu/subtarget.h"
 
 namespace llvm::orc {
 class LLJIT;
@@ -36,8 +37,10 @@ struct CompiledKernels {
 
 class CpuJit {
  public:
-  // A JIT for the host CPU with all its features.
-  static Expected<std::unique_ptr<CpuJit>> create();
+  // A JIT for `target`: this machine (cpuTargetFor("")) or a CPU whose
+  // features it has (an older one, to run its code here). Refused, naming
+  // what is missing, when this machine lacks a feature of `target`.
+  static Expected<std::unique_ptr<CpuJit>> create(const CpuTarget& target);
   ~CpuJit();
   CpuJit(const CpuJit&) = delete;
   CpuJit& operator=(const CpuJit&) = delete;
@@ -50,12 +53,12 @@ class CpuJit {
   }
   Expected<CompiledKernels> compile(const CodeBatch& batch, const CompileOptions& options = {});
 
-  const CpuTarget& target() const { return target_; }
+  const CpuSubtarget& subtarget() const { return subtarget_; }
 
  private:
-  CpuJit(CpuTarget target, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm);
+  CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm);
 
-  CpuTarget target_;
+  CpuSubtarget subtarget_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> tm_;  // the optimiser's cost models; not thread-safe
   std::mutex mutex_;

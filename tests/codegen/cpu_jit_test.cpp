@@ -175,7 +175,7 @@ TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
   std::string ir = optimizedIR(softmax);
   EXPECT_NE(ir.find("fadd reassoc <"), std::string::npos) << "the row sum is not vectorised:\n" << ir;
   EXPECT_NE(ir.find("@llvm.smax.v"), std::string::npos) << "the row maximum is not vectorised:\n" << ir;
-  if (cpu::usesVectorMath(llvm::Triple(cpu::CpuTarget::host().triple))) {
+  if (!sharedJit().subtarget().vectorMath.empty()) {
     EXPECT_NE(ir.find("x float> @_ZGV"), std::string::npos) << "no vector exponential:\n" << ir;
   }
   EXPECT_TRUE(matchesInterpreter(softmax, Tolerance{1e-5, 1e-7}, 5, {-10, 10}));
@@ -360,7 +360,7 @@ TEST(CpuJit, KernelNamedLikeLibmCallsLibm) {
 
 TEST(CpuJit, EmitsObjectFiles) {
   std::vector<Kernel> kernels = {fma("aot_fma", {1000}), softmaxKernel(4, 32, DType::F32)};
-  auto object = cpu::emitObject({kernels, {}});
+  auto object = cpu::emitObject({kernels, {}}, subtargetNamed("x86-64-v3"));
   ASSERT_TRUE(object) << object.error().message();
   ASSERT_GT(object->bytes.size(), 4u);
   EXPECT_EQ(object->bytes.substr(0, 4), "\x7f" "ELF");

@@ -410,7 +410,7 @@ TEST_P(GraphProperty, CpuTargetMatchesInterpreter) {
 
     for (bool fuse : {true, false}) {
       RandomGraph::Built b = RandomGraph(seed).build();
-      auto backend = backendFor("cpu", fuse);
+      auto backend = backendFor("cpu", {.fuse = fuse});
       ASSERT_TRUE(backend) << backend.error().message();
       Status prepared = prepareModule(*b.module, *backend);
       ASSERT_TRUE(prepared) << "seed " << seed << ": " << prepared.message() << "\n" << input;

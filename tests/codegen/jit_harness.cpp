@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "codegen/kernel/kernel_eval.h"
 #include "ir/support/strings.h"
@@ -67,7 +69,7 @@ Tensor randomTensor(const TensorType& type, std::mt19937_64& rng, const InputSpe
 
 cpu::CpuJit& sharedJit() {
   static std::unique_ptr<cpu::CpuJit> jit = [] {
-    auto created = cpu::CpuJit::create();
+    auto created = cpu::CpuJit::create(cpu::CpuTarget::host());
     if (!created) {
       ADD_FAILURE() << created.error().message();
       std::abort();  // every test needs it; nothing sensible to continue with
@@ -75,6 +77,20 @@ cpu::CpuJit& sharedJit() {
     return std::move(*created);
   }();
   return *jit;
+}
+
+const cpu::CpuSubtarget& subtargetNamed(const std::string& cpu) {
+  static std::mutex mutex;
+  static std::map<std::string, cpu::CpuSubtarget> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = made.find(cpu); it != made.end()) return it->second;
+  auto target = cpu::CpuTarget::named(cpu);
+  auto subtarget = target ? cpu::subtargetOf(*target) : Expected<cpu::CpuSubtarget>(target.error());
+  if (!subtarget) {
+    ADD_FAILURE() << subtarget.error().message();
+    std::abort();
+  }
+  return made.emplace(cpu, std::move(*subtarget)).first->second;
 }
 
 void runCompiled(cpu::KernelFn fn, std::vector<Tensor>& buffers) {

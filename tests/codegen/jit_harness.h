@@ -36,8 +36,15 @@ struct InputSpec {
 
 Tensor randomTensor(const TensorType& type, std::mt19937_64& rng, const InputSpec& spec = {});
 
-// The JIT every test shares (creating one costs a few milliseconds).
+// The JIT every test shares (creating one costs a few milliseconds), for
+// this machine: what it runs is this machine's code, which the suite's qemu
+// runs check at lower ISA levels (docs/testing.md). Tests whose expectations
+// depend on the code a CPU gets compile for a named one (subtargetNamed).
 cpu::CpuJit& sharedJit();
+
+// The subtarget of a CPU by LLVM's name ("haswell"), for code that is
+// compiled (cpu::emitObject) but not run; aborts the test on a bad name.
+const cpu::CpuSubtarget& subtargetNamed(const std::string& cpu);
 
 // Compiles `k` alone and runs it on `buffers` (kernel order).
 Status runJit(const kernel::Kernel& k, std::vector<Tensor>& buffers);

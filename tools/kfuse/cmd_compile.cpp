@@ -18,7 +18,7 @@ namespace kfuse::cli {
 namespace {
 
 struct CompileArgs {
-  std::string model, output, target = "cpu", cpu, arch = "sm_90";
+  std::string model, output, target = "cpu", arch = "sm_90";
   PlanningFlags planning;
   bool train = false, keepLLVMIR = false;
   int64_t batch = 0;
@@ -33,7 +33,7 @@ std::string describeOptions(const CompileArgs& a) {
   std::string s = str("--target=", a.target, " --layout=", a.planning.layout);
   if (a.planning.noFuse) s += " --no-fuse";
   if (a.planning.noInplace) s += " --no-inplace";
-  if (a.target == "cpu" && !a.cpu.empty()) s += " --cpu=" + a.cpu;
+  if (a.target == "cpu" && !a.planning.cpu.empty()) s += " --cpu=" + a.planning.cpu;
   if (a.target == "cuda") s += " --arch=" + a.arch;
   if (a.batch > 0) s += str(" --batch=", a.batch);
   for (const std::string& sh : a.shapes) s += " --shape " + sh;
@@ -77,7 +77,7 @@ int runCompile(const CompileArgs& a) {
   o.fuse = !a.planning.noFuse;
   o.layout = a.planning.layout;
   o.inplace = !a.planning.noInplace;
-  o.cpu = a.cpu;
+  o.cpu = a.planning.cpu;
   o.arch = a.arch;
   o.keepLLVMIR = a.keepLLVMIR;
   o.threads = a.threads;
@@ -126,8 +126,6 @@ Action addCompileCommand(CLI::App& app) {
   cmd->add_option("--batch", a->batch, "Set the batch dimension of the first input (packages have static shapes)");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,...: binds an ONNX input's dynamic dimensions");
   addPlanningFlags(cmd, a->planning);
-  cmd->add_option("--cpu", a->cpu,
-                  "cpu: the CPU to compile for, by LLVM's name (x86-64-v3, skylake-avx512; default: this machine)");
   cmd->add_option("--arch", a->arch, "cuda: the GPU architecture of the CUBIN: sm_80, sm_89 or sm_90 (default)");
   cmd->add_flag("--keep-llvm-ir", a->keepLLVMIR, "cpu: keep the kernels' optimised LLVM IR in the package");
   cmd->add_option("--threads", a->threads, "Compile threads (default: one per hardware thread)");

@@ -117,7 +117,7 @@ int runMemory(const MemoryArgs& a) {
     if (b <= 0) return reportError("memory", Error(str("--batch sizes must be positive, got ", b)));
   // 0: the model as written.
   std::vector<int64_t> batches = a.batches.empty() ? std::vector<int64_t>{0} : a.batches;
-  auto backend = backendFor(a.target, true, a.layout);
+  auto backend = backendFor(a.target, {.layout = a.layout, .cpu = a.cpu});
   if (!backend) return reportError("memory", backend.error());
   std::vector<MemoryReport> reports;
   for (int64_t b : batches) {

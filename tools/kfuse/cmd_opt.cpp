@@ -35,6 +35,7 @@ struct OptArgs {
   std::string layout;  // --layout: mode of a `layout` pass without mode=
   bool noInplace = false;
   std::string target = defaultTarget();  // fusion legality and --print-kernels' code
+  std::string cpu;                       // --cpu: the CPU --print-kernels describes ("": this machine)
 };
 
 // Every function's plan (its launches: kernel bundles, library calls with
@@ -80,7 +81,7 @@ int optimizeModule(const OptArgs& a, Expected<std::unique_ptr<Module>> module) {
   if (!planPasses.empty() && !a.output.empty())
     return reportError("opt", Error("-o writes a module, but the pipeline ends in plan passes (" + planPasses + ")"));
   if (auto v = a.instr.validate(); !v) return reportError("opt", v.error());
-  auto backend = backendFor(a.target);
+  auto backend = backendFor(a.target, {.cpu = a.cpu});
   if (!backend) return reportError("opt", backend.error());
   if (a.printKernels && !backend->kernelSource)
     return reportError("opt", Error(str("--print-kernels: target ", a.target, " generates no kernels")));
@@ -195,6 +196,7 @@ Action addOptCommand(CLI::App& app) {
                   str("Target whose fusion legality and kernels to use: ", join(availableTargets(), ", "),
                       " (default ", defaultTarget(), ")"));
   cmd->add_flag("--no-inplace", a->noInplace, "With --print-kernels: plan without in-place rewriting");
+  addCpuFlag(cmd, a->cpu);
   cmd->add_option("--layout", a->layout,
                   "Mode of the layout pass (auto, nchw, nhwc) where the pipeline gives it none");
   cmd->add_flag("--remarks", a->remarks, "Print the passes' explanations of their decisions (on stderr)");

@@ -106,7 +106,7 @@ class TrainingRun : public Profiled {
 };
 
 Expected<std::unique_ptr<Profiled>> prepareInference(const ProfileArgs& a, const ExecutionOptions& exec) {
-  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, true, a.layout));
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, {.layout = a.layout, .cpu = exec.cpu}));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, createExecutor(a.target, exec));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Module> model, loadPlanModel(a.model, a.batch));
   std::mt19937_64 rng(0);
@@ -252,6 +252,7 @@ int runProfile(const ProfileArgs& a) {
   if (Status s = validate(a); !s) return fail(s.error());
   ExecutionOptions exec;
   exec.inplace = !a.noInplace;
+  exec.cpu = a.cpu;
   exec.profile = !a.wallOnly;
   if (Status s = applyCudaFlags(a.cuda, a.target, exec); !s) return fail(s.error());
   if (a.cuda.cudaGraph && !a.wallOnly)

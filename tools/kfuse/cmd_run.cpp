@@ -85,6 +85,8 @@ int runPackage(const RunArgs& a, const std::string& format) {
   if (!args) return reportError("run", args.error());
   if (!a.cuda.arch.empty())
     return reportError("run", Error("--arch: a package is compiled for its architecture (kfuse compile --arch)"));
+  if (!a.planning.cpu.empty())
+    return reportError("run", Error("--cpu: a package is compiled for its CPU (kfuse compile --cpu)"));
   if (a.cuda.cudaGraph && (*pkg)->meta().target != "cuda")
     return reportError("run", Error(str("--cuda-graph applies to cuda packages, not ", (*pkg)->meta().target)));
   PackageRunnerOptions ro;
@@ -116,10 +118,11 @@ int runRun(const RunArgs& a) {
   if (Status v = a.instr.validate(); !v) return reportError("run", v.error());
   if (isPackagePath(a.model)) return runPackage(a, format);
   std::string target = a.target.empty() ? defaultTarget() : a.target;
-  auto backend = backendFor(target, !a.planning.noFuse, a.planning.layout);
+  auto backend = backendFor(target, backendOptions(a.planning));
   if (!backend) return reportError("run", backend.error());
   ExecutionOptions exec;
   exec.inplace = !a.planning.noInplace;
+  exec.cpu = a.planning.cpu;
   exec.poison = a.poison;
   if (Status s = applyCudaFlags(a.cuda, target, exec); !s) return reportError("run", s.error());
   auto executor = createExecutor(target, exec);

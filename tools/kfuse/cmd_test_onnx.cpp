@@ -15,6 +15,7 @@ namespace {
 struct TestOnnxArgs {
   std::vector<std::string> dirs;
   std::string target = defaultTarget();
+  std::string cpu;
   std::string filter;
   std::string markdown;
 };
@@ -51,7 +52,7 @@ std::string markdownSection(const TestOnnxArgs& a, const std::vector<BackendTest
 }
 
 int runTestOnnx(const TestOnnxArgs& a) {
-  auto backend = backendFor(a.target);
+  auto backend = backendFor(a.target, {.cpu = a.cpu});
   if (!backend) return reportError("test-onnx", backend.error());
   auto tests = findBackendTests(a.dirs);
   if (!tests) return reportError("test-onnx", tests.error());
@@ -94,6 +95,7 @@ Action addTestOnnxCommand(CLI::App& app) {
   cmd->add_option("dirs", a->dirs, "Test folders, or folders of test folders")->required();
   cmd->add_option("--target", a->target,
                   str("Where to run the models: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
+  addCpuFlag(cmd, a->cpu);
   cmd->add_option("--filter", a->filter, "Run only tests whose folder name contains this text");
   cmd->add_option("--markdown", a->markdown, "Also write the results as a Markdown section (docs/onnx-support.md)");
   return [a] { return runTestOnnx(*a); };

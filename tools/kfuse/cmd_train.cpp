@@ -44,6 +44,7 @@ Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   o.target = a.target;
   o.execution.inplace = !a.planning.noInplace;
   o.execution.poison = a.poison;
+  o.execution.cpu = a.planning.cpu;
   KF_RETURN_IF_ERROR(applyCudaFlags(a.cuda, a.target, o.execution));
   o.fuse = !a.planning.noFuse;
   o.layout = a.planning.layout;
@@ -183,6 +184,7 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
   for (const PackageTensor& x : forward.outputs) outputs.push_back(x.type);
   KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name, inputs, outputs, p.batch, p.loss));
   if (!a.cuda.arch.empty()) return Error("--arch: a package is compiled for its architecture (kfuse compile --arch)");
+  if (!a.planning.cpu.empty()) return Error("--cpu: a package is compiled for its CPU (kfuse compile --cpu)");
   PackageRunnerOptions ro;
   ro.poison = a.poison;
   ro.cudaGraph = a.cuda.cudaGraph;

@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "ir/support/expected.h"
+#include "codegen/backend.h"
 #include "runtime/executor.h"
 
 namespace kfuse::cli {
@@ -38,14 +39,18 @@ struct CudaFlags {
   bool cudaGraph = false;
 };
 void addCudaFlags(CLI::App* cmd, CudaFlags& f);
-// How run, train and compile plan a model: --no-fuse, --layout and
-// --no-inplace, registered on `cmd` with one wording.
+// How run, train and compile plan a model: --no-fuse, --layout,
+// --no-inplace and --cpu, registered on `cmd` with one wording.
 struct PlanningFlags {
   bool noFuse = false;
   std::string layout = "auto";
   bool noInplace = false;
+  std::string cpu;  // "": this machine
 };
 void addPlanningFlags(CLI::App* cmd, PlanningFlags& f);
+// --cpu alone, for the commands that plan without PlanningFlags.
+void addCpuFlag(CLI::App* cmd, std::string& cpu);
+BackendOptions backendOptions(const PlanningFlags& f);
 // --poison (runtime/poison.h); `poison` starts at the build's default.
 void addPoisonFlag(CLI::App* cmd, bool& poison);
 // Errors when a flag is given for another target than cuda; else copies

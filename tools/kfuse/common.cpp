@@ -35,6 +35,17 @@ void addPlanningFlags(CLI::App* cmd, PlanningFlags& f) {
   cmd->add_option("--layout", f.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
   cmd->add_flag("--no-inplace", f.noInplace,
                 "Never let a step write its output over an input (optimizer updates included)");
+  addCpuFlag(cmd, f.cpu);
+}
+
+void addCpuFlag(CLI::App* cmd, std::string& cpu) {
+  cmd->add_option("--cpu", cpu,
+                  "cpu: the CPU to generate code for, by LLVM's name (x86-64-v2, haswell, skylake-avx512; "
+                  "default: this machine)");
+}
+
+BackendOptions backendOptions(const PlanningFlags& f) {
+  return BackendOptions{.fuse = !f.noFuse, .layout = f.layout, .cpu = f.cpu};
 }
 
 void addPoisonFlag(CLI::App* cmd, bool& poison) {

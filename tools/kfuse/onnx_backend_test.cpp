@@ -84,7 +84,7 @@ BackendTestResult runDataSet(const std::string& name, const onnx_import::OnnxMod
     return fail(name, str(set.filename().string(), " has ", inputs->size(), " inputs, the model takes ",
                           g.arguments().size()));
   if (Status s = prepareModule(**module, backend); !s) return fail(name, s.message());
-  auto executor = createExecutor(backend.target);
+  auto executor = createExecutor(backend.target, {.cpu = backend.cpu});
   if (!executor) return fail(name, executor.error().message());
   auto result = (*executor)->run(g, *inputs);
   if (!result) return fail(name, result.error().message());

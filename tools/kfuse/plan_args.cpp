@@ -5,6 +5,7 @@
 #include "ir/specialize.h"
 #include "ir/support/strings.h"
 #include "runtime/trainer.h"
+#include "tools/kfuse/commands.h"
 #include "tools/kfuse/model_loader.h"
 
 namespace kfuse::cli {
@@ -17,6 +18,7 @@ void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& wha
   cmd->add_option("--target", a.target, "Target whose plan " + what + ": cpu or cuda (no GPU needed)");
   cmd->add_flag("--no-inplace", a.noInplace, "Plan without in-place rewriting");
   cmd->add_option("--layout", a.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
+  addCpuFlag(cmd, a.cpu);
   cmd->add_flag("--json", a.json, "Print JSON instead of a table");
 }
 
@@ -31,6 +33,7 @@ Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a) {
   TrainerOptions o;
   o.target = a.target;
   o.layout = a.layout;
+  o.execution.cpu = a.cpu;
   KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
   KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
   return o;
@@ -39,7 +42,7 @@ Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a) {
 Expected<CompiledPlan> compileModelPlan(const PlanModelArgs& a, int64_t batch, bool fuse) {
   KF_ASSIGN_OR_RETURN(auto model, loadPlanModel(a.model, batch));
   Graph& forward = *model->functions().front();
-  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, fuse, a.layout));
+  KF_ASSIGN_OR_RETURN(Backend backend, backendFor(a.target, {.fuse = fuse, .layout = a.layout, .cpu = a.cpu}));
   PlanOptions po = backend.planOptions(!a.noInplace);
   CompiledPlan out;
   auto trainable = [&](const Module& m) {

@@ -17,10 +17,11 @@ struct PlanModelArgs {
   std::string model, target = "cpu", loss = "cross_entropy", optimizer = "adam";
   bool train = false, json = false, noInplace = false;
   std::string layout = "auto";  // --layout
+  std::string cpu;              // --cpu; "": this machine
 };
 
-// Registers model, --train, --loss, --optimizer, --target, --no-inplace and
-// --json on `cmd`; `what` completes "--target: Target whose plan is ...".
+// Registers model, --train, --loss, --optimizer, --target, --no-inplace,
+// --layout, --cpu and --json on `cmd`; `what` completes "--target: Target whose plan is ...".
 void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& what);
 
 // The model at `path`, its first function (the forward) re-typed for `batch`
@@ -28,7 +29,7 @@ void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& wha
 Expected<std::unique_ptr<Module>> loadPlanModel(const std::string& path, int64_t batch);
 
 // The Trainer options of a training step as `a` describes it: target, layout,
-// loss and optimizer (parsed; an error names a bad one).
+// CPU, loss and optimizer (parsed; an error names a bad one).
 Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a);
 
 struct CompiledPlan {

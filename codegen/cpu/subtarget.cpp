@@ -1,0 +1,105 @@
+#include "codegen/cpu/subtarget.h"
+
+#include <algorithm>
+#include <set>
+
+#include <llvm/MC/SubtargetFeature.h>
+
+#include "ir/support/strings.h"
+
+namespace kfuse::cpu {
+namespace {
+
+IsaLevel levelOf(const CpuSubtarget& s) {
+  if (!llvm::Triple(s.target.triple).isX86()) return IsaLevel::Generic;
+  if (s.has("avx512f")) return IsaLevel::AVX512;
+  if (s.has("avx2") && s.has("fma")) return IsaLevel::AVX2;
+  if (s.has("avx")) return IsaLevel::AVX;
+  if (s.has("sse4.2")) return IsaLevel::SSE42;
+  return IsaLevel::Generic;
+}
+
+// glibc's vector math for the target's vectors: the SSE forms everywhere on
+// x86-64 Linux (glibc picks SSE4.1 or SSE2 code inside), then the widest
+// form per lane count the CPU executes. libmvec's AVX2 and AVX-512 forms
+// take their arguments in ymm and zmm registers, so a call to one is an
+// illegal instruction on a CPU without them.
+std::vector<VectorMathVariant> vectorMathOf(const llvm::Triple& triple, IsaLevel level) {
+  if (!usesVectorMath(triple)) return {};
+  std::vector<VectorMathVariant> out{{'b', 4}};
+  if (level == IsaLevel::AVX) out.push_back({'c', 8});
+  if (level >= IsaLevel::AVX2) out.push_back({'d', 8});
+  if (level >= IsaLevel::AVX512) out.push_back({'e', 16});
+  return out;
+}
+
+}  // namespace
+
+bool usesVectorMath(const llvm::Triple& triple) {
+  return triple.getArch() == llvm::Triple::x86_64 && triple.isOSLinux() && triple.isGNUEnvironment();
+}
+
+std::string_view isaLevelName(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::Generic: return "generic";
+    case IsaLevel::SSE42: return "x86-64-v2";
+    case IsaLevel::AVX: return "avx";
+    case IsaLevel::AVX2: return "avx2";
+    case IsaLevel::AVX512: return "avx512";
+  }
+  return "?";
+}
+
+bool CpuSubtarget::has(std::string_view feature) const {
+  return std::binary_search(features.begin(), features.end(), feature);
+}
+
+std::string CpuSubtarget::describe() const {
+  std::string extras;
+  if (fma) extras += ", fma";
+  if (f16c) extras += ", f16c";
+  return str(target.cpu, " (", isaLevelName(level), ": ", vectorBits, "-bit vectors", extras, ")");
+}
+
+Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
+  CpuSubtarget s;
+  s.target = target;
+  KF_ASSIGN_OR_RETURN(s.features, enabledFeatures(target));
+  std::sort(s.features.begin(), s.features.end());
+  s.level = levelOf(s);
+  s.fma = s.has("fma");
+  s.f16c = s.has("f16c");
+  s.vectorBits = s.level >= IsaLevel::AVX512 ? 512 : s.level >= IsaLevel::AVX ? 256 : 128;
+  s.vectorRegisters = s.level >= IsaLevel::AVX512 ? 32 : 16;
+  s.preferVectorWidth = s.level >= IsaLevel::AVX512 ? 512 : 0;
+  s.vectorMath = vectorMathOf(llvm::Triple(target.triple), s.level);
+  // The accumulators (channels or rows x vectors), a vector of inputs per
+  // block vector and one broadcast value stay within the registers: with
+  // 32 (AVX-512) 8 channels and 12 rows of 2 vectors, with 16 4 and 6.
+  const int lanes = s.floatLanes();
+  if (s.vectorRegisters >= 32) {
+    s.conv = ConvTiling{lanes, 2, 8};
+    s.gemm = GemmTiling{lanes, 2, 12};
+  } else {
+    s.conv = ConvTiling{lanes, 2, 4};
+    s.gemm = GemmTiling{lanes, 2, 6};
+  }
+  return s;
+}
+
+Status checkRunsOn(const CpuSubtarget& code, const CpuTarget& machine) {
+  llvm::SubtargetFeatures listed(machine.features);
+  std::set<std::string> lacking;
+  for (const std::string& f : listed.getFeatures())
+    if (f.size() > 1 && f[0] == '-') lacking.insert(f.substr(1));
+  std::vector<std::string> missing;
+  for (const std::string& f : code.features)
+    if (lacking.count(f)) missing.push_back(f);
+  if (missing.empty()) return Status::ok();
+  return Error(str("code for CPU '", code.target.cpu, "' needs ", join(missing),
+                   ", which this CPU lacks (name an older CPU with --cpu, or none for this one)"));
+}
+
+Status checkRunsHere(const CpuSubtarget& code) { return checkRunsOn(code, CpuTarget::host()); }
+
+}  // namespace kfuse::cpu

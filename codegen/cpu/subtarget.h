@@ -1,0 +1,96 @@
+// What code generated for one CPU may use, decided once from its features,
+// the way LLVM's X86Subtarget is: the ISA level, the widest float vector,
+// FMA and F16C, which of glibc's vector math variants kernels may call, the
+// register tilings of packed GEMMs and direct convolutions, and the vector
+// width the optimiser is asked to prefer. Every emitter, the optimiser and
+// the plan's choices (which convolutions run directly) read a CpuSubtarget;
+// nothing else looks at a CPU's features, and nothing reads the host's CPU
+// but cpuTargetFor("") (target.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <llvm/ADT/Triple.h>
+
+#include "codegen/cpu/target.h"
+#include "ir/support/expected.h"
+
+namespace kfuse::cpu {
+
+// The x86-64 levels kfuse generates for, from the psABI's (x86-64-v2 is
+// SSE4.2, v3 AVX2 + FMA + F16C, v4 AVX-512) with AVX between v2 and v3.
+// `Generic` is an x86-64 CPU below v2, or any other architecture: scalar
+// code and whatever LLVM's baseline for the triple vectorizes.
+enum class IsaLevel : uint8_t { Generic, SSE42, AVX, AVX2, AVX512 };
+std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "avx512", "generic"
+
+// How a direct convolution blocks its output for one machine: each block is
+// `channels` output channels times `vectors` vectors of `lanes` f32 pixels
+// of one output row, accumulated in registers.
+struct ConvTiling {
+  int lanes = 8;
+  int vectors = 2;
+  int channels = 4;
+};
+
+// How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of
+// `lanes` floats, vectors * lanes dividing runtime/packed_gemm.h's panel.
+struct GemmTiling {
+  int lanes = 8;
+  int vectors = 2;
+  int rows = 6;
+};
+
+// One of glibc's vector math (libmvec) variants: its ISA letter in the
+// vector function ABI's mangling (_ZGV<isa>N<lanes>v_expf) and its lanes.
+struct VectorMathVariant {
+  char isa;  // 'b' SSE, 'c' AVX, 'd' AVX2, 'e' AVX-512
+  int lanes;
+};
+
+struct CpuSubtarget {
+  CpuTarget target;
+  std::vector<std::string> features;  // every enabled feature, sorted (enabledFeatures)
+  IsaLevel level = IsaLevel::Generic;
+  int vectorBits = 128;  // the widest float vector registers: 128, 256 or 512
+  int vectorRegisters = 16;
+  bool fma = false;
+  bool f16c = false;
+  // The "prefer-vector-width" every kernel function carries, 0 for LLVM's
+  // own choice. LLVM's x86 cost model prefers 256-bit vectors on AVX-512
+  // CPUs (for the clock drops of older ones); kernels ask for 512: the
+  // attention softmax of the encoder block went from 106 to 85 us (16-lane
+  // exponentials), the MLP training step 3.95 to 3.81 ms (A/B).
+  unsigned preferVectorWidth = 0;
+  // The libmvec variants the vectorizer may call (empty: libm only).
+  std::vector<VectorMathVariant> vectorMath;
+  ConvTiling conv;
+  GemmTiling gemm;
+
+  int floatLanes() const { return vectorBits / 32; }
+  bool has(std::string_view feature) const;
+  // "haswell (avx2: 256-bit vectors, fma, f16c)", for kernel listings and notes.
+  std::string describe() const;
+};
+
+// Whether kernels for `triple` may call glibc's vector math library
+// (libmvec, glibc 2.35+) once vectorised; whoever links or loads them must
+// then provide it.
+bool usesVectorMath(const llvm::Triple& triple);
+
+// The one function that decides. Fails only when LLVM cannot read the
+// target's CPU name or features.
+Expected<CpuSubtarget> subtargetOf(const CpuTarget& target);
+
+// Whether code for `code` runs on `machine`, whose feature string lists
+// what it lacks as "-name" (as CpuTarget::host()'s does; a feature it does
+// not mention is assumed): an error naming the missing features otherwise.
+Status checkRunsOn(const CpuSubtarget& code, const CpuTarget& machine);
+// checkRunsOn this machine: what the JIT checks before it compiles for a
+// named CPU.
+Status checkRunsHere(const CpuSubtarget& code);
+
+}  // namespace kfuse::cpu
