@@ -10,6 +10,14 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kfuse_obj_root, "tests", "lit")
 
+# The ISA matrix (tests/isa/CMakeLists.txt) runs the package tests with
+# every kfuse binary under qemu: a folder of wrappers stands in for bin/,
+# and the scratch files go to a folder of their own. %bindir stays the
+# real binaries (ldd reads them).
+config.substitutions.append(("%bindir", config.kfuse_bin_dir))
+config.kfuse_bin_dir = lit_config.params.get("kfuse_bin_dir", config.kfuse_bin_dir)
+config.test_exec_root = lit_config.params.get("exec_root", config.test_exec_root)
+
 # kfuse first, then LLVM's test tools (FileCheck, not, count).
 config.environment["PATH"] = os.pathsep.join(
     [config.kfuse_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
