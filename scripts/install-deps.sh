@@ -9,6 +9,8 @@ PACKAGES=(
   # tests: GoogleTest, lit + FileCheck (llvm-14-tools), the PyTorch/ONNX oracle
   libgtest-dev llvm-14-tools python3 python3-numpy python3-torch python3-torchvision python3-onnx
   libonnx-testdata
+  # the ISA matrix: generated code run as on an AVX2 and an SSE4.2 CPU (tests/isa)
+  qemu-user
   # libraries
   llvm-14-dev libonnx-dev libprotobuf-dev protobuf-compiler libopenblas-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev

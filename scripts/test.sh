@@ -8,7 +8,9 @@
 # gives NaN and fails its test; then in the ordinary build, which switching
 # back only relinks. The first pass skips what runs no plan: package_fuzz
 # (fuzzes the package reader for a minute) and the cuda.* tests (NVRTC
-# compilation).
+# compilation), and the ISA matrix (isa.*: the tests that run generated CPU
+# code, again under qemu-user as an AVX2 and an SSE4.2 CPU; tests/isa),
+# which the second pass runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +21,7 @@ jobs="$(nproc)"
 echo "== the suite with buffer poisoning on by default"
 configure -DKFUSE_POISON_BY_DEFAULT=ON
 cmake --build build --parallel
-ctest --test-dir build --output-on-failure --parallel "$jobs" --exclude-regex '^(package_fuzz|cuda\.)'
+ctest --test-dir build --output-on-failure --parallel "$jobs" --exclude-regex '^(package_fuzz|cuda\.|isa\.)'
 
 echo "== the suite in the ordinary build"
 configure -DKFUSE_POISON_BY_DEFAULT=OFF
