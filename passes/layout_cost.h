@@ -40,7 +40,7 @@ struct LayoutCostModel {
   int64_t directLanes = 0;
 
   bool direct(const ConvWork& w, bool nhwc) const {
-    return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(w.ow, directLanes);
+    return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(w.ow, directLanes, /*partialVectors=*/true);
   }
   double convSeconds(const ConvWork& w, bool nhwc, bool ohwi) const {
     return w.macs() * (direct(w, nhwc) ? directMacSeconds : macSeconds[nhwc][ohwi]);

@@ -20,8 +20,13 @@ inline bool directConvComputes(bool channelsLast, int64_t strideW) { return !cha
 // 16 lanes, ResNet-18's 14-pixel rows (256 channels) took 2.67 ms directly
 // against 1.71 ms as im2col + GEMM, its 28- and 56-pixel rows 1.73 against
 // 1.80 and 1.63 against 2.30 ms (bench/conv_layout_bench).
-inline bool directConvRowsFill(int64_t ow, int64_t lanes) {
+// Without `partialVectors` (a CPU whose masked loads are slow: AVX2's
+// vmaskmovps), rows must also end in a whole vector: at 8 lanes, rows of
+// 14, 20 and 28 pixels ran 0.84-0.97x im2col + GEMM's speed directly, rows
+// of 16, 32, 48 and 56 1.1-1.4x (conv_layout_bench --cpu=haswell --probes).
+inline bool directConvRowsFill(int64_t ow, int64_t lanes, bool partialVectors) {
   if (ow <= lanes || lanes < 1) return false;
+  if (!partialVectors && ow % lanes != 0) return false;
   const int64_t taken = (ow + lanes - 1) / lanes * lanes;
   return 4 * ow >= 3 * taken;
 }

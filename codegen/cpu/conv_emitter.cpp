@@ -192,7 +192,7 @@ bool directConvSupports(const ConvSpec& c) {
 
 bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t) {
   if (storage != DType::F32 && storage != DType::F16 && storage != DType::BF16) return false;
-  return directConvSupports(c) && directConvRowsFill(c.ow, t.lanes);
+  return directConvSupports(c) && directConvRowsFill(c.ow, t.lanes, t.partialVectors);
 }
 
 std::function<bool(const ConvSpec&, DType)> im2colWorkspaces(const ConvTiling& t) {

@@ -74,14 +74,25 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
   s.preferVectorWidth = s.level >= IsaLevel::AVX512 ? 512 : 0;
   s.vectorMath = vectorMathOf(llvm::Triple(target.triple), s.level);
   // The accumulators (channels or rows x vectors), a vector of inputs per
-  // block vector and one broadcast value stay within the registers: with
-  // 32 (AVX-512) 8 channels and 12 rows of 2 vectors, with 16 4 and 6.
+  // block vector and one broadcast value stay within the registers. With 32
+  // (AVX-512): 8 channels and 12 rows of 2 vectors. With 16: 6 rows of 2
+  // vectors for GEMMs (the classic 6x16 AVX2 block, within 1.02-1.15x of
+  // OpenBLAS's Haswell kernels' speed or better over the benchmark's GEMMs,
+  // bench/gemm_bench --cpu=haswell), 6 channels for AVX and AVX2 direct
+  // convolutions (ResNet-18's 56-pixel rows 1.20x im2col + GEMM against
+  // 0.95x with 4; bench/conv_layout_bench --cpu=haswell --tiling) and 4 for
+  // SSE (6 was no faster). AVX and AVX2 mask with vmaskmovps, whose loads
+  // made rows ending in a partial vector slower directly than as im2col +
+  // GEMM; AVX-512's mask registers and SSE's scalar lanes did not.
   const int lanes = s.floatLanes();
   if (s.vectorRegisters >= 32) {
-    s.conv = ConvTiling{lanes, 2, 8};
+    s.conv = ConvTiling{lanes, 2, 8, true};
     s.gemm = GemmTiling{lanes, 2, 12};
+  } else if (s.level == IsaLevel::AVX || s.level == IsaLevel::AVX2) {
+    s.conv = ConvTiling{lanes, 2, 6, false};
+    s.gemm = GemmTiling{lanes, 2, 6};
   } else {
-    s.conv = ConvTiling{lanes, 2, 4};
+    s.conv = ConvTiling{lanes, 2, 4, true};
     s.gemm = GemmTiling{lanes, 2, 6};
   }
   return s;

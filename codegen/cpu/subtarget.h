@@ -29,11 +29,14 @@ std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "
 
 // How a direct convolution blocks its output for one machine: each block is
 // `channels` output channels times `vectors` vectors of `lanes` f32 pixels
-// of one output row, accumulated in registers.
+// of one output row, accumulated in registers; and whether rows may end in
+// a partial vector, read and written through masks (false where masked
+// loads are slow: runtime/direct_conv.h).
 struct ConvTiling {
   int lanes = 8;
   int vectors = 2;
   int channels = 4;
+  bool partialVectors = true;
 };
 
 // How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of

@@ -42,11 +42,11 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
       {"x86-64", IsaLevel::Generic, 128, false, false, "b4", {4, 2, 4}, {4, 2, 6}, 0},
       {"x86-64-v2", IsaLevel::SSE42, 128, false, false, "b4", {4, 2, 4}, {4, 2, 6}, 0},
       {"nehalem", IsaLevel::SSE42, 128, false, false, "b4", {4, 2, 4}, {4, 2, 6}, 0},
-      {"sandybridge", IsaLevel::AVX, 256, false, false, "b4 c8", {8, 2, 4}, {8, 2, 6}, 0},
-      {"ivybridge", IsaLevel::AVX, 256, false, true, "b4 c8", {8, 2, 4}, {8, 2, 6}, 0},
-      {"haswell", IsaLevel::AVX2, 256, true, true, "b4 d8", {8, 2, 4}, {8, 2, 6}, 0},
-      {"x86-64-v3", IsaLevel::AVX2, 256, true, true, "b4 d8", {8, 2, 4}, {8, 2, 6}, 0},
-      {"znver3", IsaLevel::AVX2, 256, true, true, "b4 d8", {8, 2, 4}, {8, 2, 6}, 0},
+      {"sandybridge", IsaLevel::AVX, 256, false, false, "b4 c8", {8, 2, 6, false}, {8, 2, 6}, 0},
+      {"ivybridge", IsaLevel::AVX, 256, false, true, "b4 c8", {8, 2, 6, false}, {8, 2, 6}, 0},
+      {"haswell", IsaLevel::AVX2, 256, true, true, "b4 d8", {8, 2, 6, false}, {8, 2, 6}, 0},
+      {"x86-64-v3", IsaLevel::AVX2, 256, true, true, "b4 d8", {8, 2, 6, false}, {8, 2, 6}, 0},
+      {"znver3", IsaLevel::AVX2, 256, true, true, "b4 d8", {8, 2, 6, false}, {8, 2, 6}, 0},
       {"skylake-avx512", IsaLevel::AVX512, 512, true, true, "b4 d8 e16", {16, 2, 8}, {16, 2, 12}, 512},
       {"x86-64-v4", IsaLevel::AVX512, 512, true, true, "b4 d8 e16", {16, 2, 8}, {16, 2, 12}, 512},
   };
@@ -57,8 +57,8 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     EXPECT_EQ(s.fma, c.fma) << c.cpu;
     EXPECT_EQ(s.f16c, c.f16c) << c.cpu;
     EXPECT_EQ(variants(s), c.vectorMath) << c.cpu;
-    EXPECT_EQ(std::tie(s.conv.lanes, s.conv.vectors, s.conv.channels),
-              std::tie(c.conv.lanes, c.conv.vectors, c.conv.channels))
+    EXPECT_EQ(std::tie(s.conv.lanes, s.conv.vectors, s.conv.channels, s.conv.partialVectors),
+              std::tie(c.conv.lanes, c.conv.vectors, c.conv.channels, c.conv.partialVectors))
         << c.cpu;
     EXPECT_EQ(std::tie(s.gemm.lanes, s.gemm.vectors, s.gemm.rows), std::tie(c.gemm.lanes, c.gemm.vectors, c.gemm.rows))
         << c.cpu;

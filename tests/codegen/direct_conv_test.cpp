@@ -65,7 +65,7 @@ std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& til
   return test::compareTensors(y, want->outputs[0], 1e-5, 1e-5);
 }
 
-const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5}};
+const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 6}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5}};
 
 std::string tilingName(const cpu::ConvTiling& t) { return str(t.channels, "x", t.vectors, "x", t.lanes); }
 
@@ -136,6 +136,10 @@ TEST(DirectConv, RunsWhereItsVectorsAreFull) {
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(20), DType::F32, avx512));     // 20 of 32
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(14), DType::F32, avx512));     // one vector a row
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(14), DType::F32, {8, 2, 4}));  // 14 of 16
+  // Where masked loads are slow, rows end in whole vectors.
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(14), DType::F32, {8, 2, 6, false}));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(16), DType::F32, {8, 2, 6, false}));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(56), DType::F32, {8, 2, 6, false}));
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F16, avx512));    // widened to f32 first
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(32), DType::F64, avx512));
   ConvSpec strided = nchw3x3(32);
