@@ -6,10 +6,13 @@
 // layout cost model that codegen/backend.cpp gives layout selection
 // (docs/layout.md).
 //
-//   conv_layout_bench [--reps N] [--fit] [--cpu NAME]
+//   conv_layout_bench [--reps N] [--fit] [--probes] [--cpu NAME] [--tiling LANESxVECTORSxCHANNELS]
 //
 // --cpu generates the direct convolutions for a named CPU (LLVM's name,
-// e.g. haswell on an AVX-512 machine, to measure AVX2 code at real speed).
+// e.g. haswell on an AVX-512 machine, to measure AVX2 code at real speed;
+// set OPENBLAS_CORETYPE to the same level for the im2col side); --tiling
+// overrides its register tiling (tuning); --probes adds row widths and
+// channel counts of no model (tuning the rule of which rows run directly).
 //
 // Prints one line per shape and layout (best of N runs, milliseconds), then
 // with --fit the coefficient of the cost model's form
@@ -40,7 +43,7 @@ struct Shape {
 };
 
 // ResNet-18's convolutions at 64x64 (batch 1 and 8) and the CNN test model's.
-std::vector<Shape> shapes() {
+std::vector<Shape> shapes(bool probes) {
   std::vector<Shape> s;
   for (int64_t n : {1, 8}) {
     s.push_back({"r18.conv1", n, 3, 64, 64, 64, 7, 2, 3, 1, 1});
@@ -61,6 +64,20 @@ std::vector<Shape> shapes() {
   s.push_back({"r18@224.l3", 1, 256, 14, 14, 256, 3, 1, 1, 1, 1});
   s.push_back({"bench.conv1", 8, 3, 32, 32, 16, 3, 1, 1, 1, 1});
   s.push_back({"bench.conv2", 8, 16, 32, 32, 32, 3, 1, 1, 1, 1});
+  if (!probes) return s;
+  // Rows of whole and partial vectors at 8 lanes, behind the AVX2 rule that
+  // rows end in whole vectors (codegen/cpu/subtarget.cpp); not in the fit.
+  s.push_back({"p.32x128", 1, 128, 32, 32, 128, 3, 1, 1, 1, 1});
+  s.push_back({"p.24x128", 1, 128, 24, 24, 128, 3, 1, 1, 1, 1});
+  s.push_back({"p.16x256", 1, 256, 16, 16, 256, 3, 1, 1, 1, 1});
+  s.push_back({"p.28x64", 1, 64, 28, 28, 64, 3, 1, 1, 1, 1});
+  s.push_back({"p.14x64", 1, 64, 14, 14, 64, 3, 1, 1, 1, 1});
+  s.push_back({"p.56x32", 1, 32, 56, 56, 32, 3, 1, 1, 1, 1});
+  s.push_back({"p.20x64", 1, 64, 20, 20, 64, 3, 1, 1, 1, 1});
+  s.push_back({"p.40x128", 1, 128, 40, 40, 128, 3, 1, 1, 1, 1});
+  s.push_back({"p.48x64", 1, 64, 48, 48, 64, 3, 1, 1, 1, 1});
+  s.push_back({"p.44x64", 1, 64, 44, 44, 64, 3, 1, 1, 1, 1});
+  s.push_back({"p.30x32", 1, 32, 30, 30, 32, 3, 1, 1, 1, 1});
   return s;
 }
 
@@ -118,10 +135,13 @@ double seconds(const ConvSpec& c, int reps, kfuse::cpu::KernelFn direct = nullpt
   return best;
 }
 
-// The direct convolution of `c` compiled for the host, or null where the
-// host runs im2col instead.
+// --tiling's override of the subtarget's tiling (lanes 0: none).
+kfuse::cpu::ConvTiling gTiling{0, 0, 0};
+
+// The direct convolution of `c` compiled for the JIT's CPU, or null where
+// that CPU runs im2col instead.
 kfuse::cpu::KernelFn directFor(kfuse::cpu::CpuJit& jit, const ConvSpec& c) {
-  const kfuse::cpu::ConvTiling& tiling = jit.subtarget().conv;
+  const kfuse::cpu::ConvTiling& tiling = gTiling.lanes ? gTiling : jit.subtarget().conv;
   if (!kfuse::cpu::directConvFits(c, kfuse::DType::F32, tiling)) return nullptr;
   kfuse::cpu::DirectConv conv{"conv", c, tiling};
   auto compiled = orExit(jit.compile(kfuse::cpu::CodeBatch{{}, std::span(&conv, 1)}));
@@ -165,12 +185,15 @@ void fit(const char* label, const std::vector<double>& macs, const std::vector<d
 
 int main(int argc, char** argv) {
   int reps = 20;
-  bool doFit = false;
+  bool doFit = false, probes = false;
   std::string cpu;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--fit")) doFit = true;
+    else if (!std::strcmp(argv[i], "--probes")) probes = true;
     else if (!std::strcmp(argv[i], "--cpu") && i + 1 < argc) cpu = argv[++i];
+    else if (!std::strcmp(argv[i], "--tiling") && i + 1 < argc)
+      std::sscanf(argv[++i], "%dx%dx%d", &gTiling.lanes, &gTiling.vectors, &gTiling.channels);
   }
   const char* labels[4] = {"nchw/oihw", "nchw/ohwi", "nhwc/oihw", "nhwc/ohwi"};
   std::vector<double> macs, t[4], directMacs, directT;
@@ -178,7 +201,7 @@ int main(int argc, char** argv) {
   std::printf("direct convolutions for %s\n", jit->subtarget().describe().c_str());
   std::printf("%-12s %2s %4s %4s %4s %2s  %9s %9s %9s %9s %9s  (ms, best of %d)\n", "conv", "n", "c", "hw", "o", "k",
               labels[0], labels[1], labels[2], labels[3], "direct", reps);
-  for (const Shape& s : shapes()) {
+  for (const Shape& s : shapes(probes)) {
     std::printf("%-12s %2lld %4lld %4lld %4lld %2lld ", s.name, (long long)s.n, (long long)s.c, (long long)s.h,
                 (long long)s.o, (long long)s.k);
     ConvSpec c0 = spec(s, false, false);

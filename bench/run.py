@@ -6,7 +6,7 @@ alternating rounds (kfuse, PyTorch, onnxruntime, next workload, ..., repeat),
 and prints Markdown tables: medians per workload and their ratios, launches
 per step against ATen operator calls, compile times.
 
-  bench/run.sh [--threads N] [--rounds R] [--round-seconds S] [--json FILE]
+  bench/run.sh [--threads N] [--rounds R] [--round-seconds S] [--json FILE] [--cpu NAME]
 
 Needs torch, onnx and onnxruntime (bench/.venv from bench/setup-venv.sh).
 """
@@ -40,7 +40,20 @@ def parse_args():
     p.add_argument("--round-seconds", type=float, default=0.05,
                    help="target length of one round of one engine on one workload (default 0.05 s)")
     p.add_argument("--json", help="also write all measurements to this file")
+    p.add_argument("--cpu", choices=sorted(LEVELS),
+                   help="kfuse's code for a named CPU (haswell on an AVX-512 machine: AVX2 code at real speed); "
+                        "OpenBLAS (kfuse's and PyTorch's) and PyTorch's own kernels are held to the same level, "
+                        "onnxruntime cannot be and keeps the machine's")
     return p.parse_args()
+
+
+# --cpu: LLVM's CPU name -> the OpenBLAS core, PyTorch's ATEN_CPU_CAPABILITY
+# and oneDNN's ONEDNN_MAX_CPU_ISA (PyTorch's convolutions) of the same
+# instruction sets.
+_V2, _AVX = ("Nehalem", "default", "SSE41"), ("Sandybridge", "default", "AVX")
+_AVX2, _AVX512 = ("Haswell", "avx2", "AVX2"), ("SkylakeX", "avx512", "AVX512_CORE")
+LEVELS = {"x86-64-v2": _V2, "nehalem": _V2, "sandybridge": _AVX, "haswell": _AVX2, "x86-64-v3": _AVX2,
+          "znver3": _AVX2, "skylake-avx512": _AVX512, "x86-64-v4": _AVX512}
 
 
 def openblas_coretype():
@@ -71,7 +84,10 @@ if ARGS.threads == 1 and hasattr(os, "sched_setaffinity"):
 # inherits the environment).
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
-if "OPENBLAS_CORETYPE" not in os.environ and openblas_coretype():
+if ARGS.cpu:
+    (os.environ["OPENBLAS_CORETYPE"], os.environ["ATEN_CPU_CAPABILITY"],
+     os.environ["ONEDNN_MAX_CPU_ISA"]) = LEVELS[ARGS.cpu]
+elif "OPENBLAS_CORETYPE" not in os.environ and openblas_coretype():
     os.environ["OPENBLAS_CORETYPE"] = openblas_coretype()
 
 import numpy as np  # noqa: E402
@@ -89,8 +105,9 @@ torch.set_num_interop_threads(1)
 class Kfuse:
     def __init__(self, binary, manifest):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(ARGS.threads), OMP_NUM_THREADS=str(ARGS.threads))
-        self.proc = subprocess.Popen([binary, manifest], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env)
+        cpu = ["--cpu", ARGS.cpu] if ARGS.cpu else []
+        self.proc = subprocess.Popen([binary] + cpu + [manifest], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env)
         self.setup = {}
         for line in self.proc.stdout:
             if line.strip() == "ready":
@@ -230,10 +247,13 @@ def main():
 
     m = machine()
     print("## kfuse vs PyTorch eager vs onnxruntime, CPU\n")
-    print("%s, %d cores, %s; %d thread(s) per engine; OPENBLAS_CORETYPE=%s; torch %s, onnxruntime %s; load "
-          "average %.2f at start, %.2f at end (1 min)\n" % (
-              m["cpu"], m["cores"], m["date"], ARGS.threads, os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
-              m["torch"], m["onnxruntime"], load_start[0], load_end[0]))
+    print("%s, %d cores, %s; %d thread(s) per engine; kfuse's code for %s; OPENBLAS_CORETYPE=%s; "
+          "ATEN_CPU_CAPABILITY=%s; ONEDNN_MAX_CPU_ISA=%s; torch %s, onnxruntime %s (the machine's own ISA); "
+          "load average %.2f at start, %.2f at end (1 min)\n" % (
+              m["cpu"], m["cores"], m["date"], ARGS.threads, ARGS.cpu or "this CPU",
+              os.environ.get("OPENBLAS_CORETYPE", "(auto)"), os.environ.get("ATEN_CPU_CAPABILITY", "(auto)"),
+              os.environ.get("ONEDNN_MAX_CPU_ISA", "(auto)"), m["torch"], m["onnxruntime"], load_start[0],
+              load_end[0]))
     print("Median ms per iteration over %d alternating rounds; ratio = other engine's median / kfuse's "
           "(above 1: kfuse is faster).\n" % ARGS.rounds)
     print("| workload | iters x rounds | kfuse ms | PyTorch ms | onnxruntime ms | PyTorch / kfuse | "
