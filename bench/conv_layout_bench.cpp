@@ -1,6 +1,6 @@
 // Measures conv2d on the CPU (runtime/cpu_conv: im2col + BLAS GEMM) in each
 // activation / filter layout, and as the generated direct convolution
-// (codegen/cpu/conv_emitter.h, NCHW, where runtime/direct_conv.h gives one
+// (codegen/cpu/conv_emitter.h, NCHW, where passes/direct_conv.h gives one
 // with the host's vectors), over the convolutions of ResNet-18 (64x64 and
 // 224x224 input), the test CNN and the benchmark CNN, and fits the CPU
 // layout cost model that codegen/backend.cpp gives layout selection

@@ -23,7 +23,7 @@
 
 #include "codegen/cpu/jit.h"
 #include "runtime/blas.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 namespace {
 

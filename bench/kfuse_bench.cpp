@@ -29,8 +29,8 @@
 #include "codegen/backend.h"
 #include "frontend/onnx/importer.h"
 #include "ir/npy.h"
-#include "runtime/plan.h"
-#include "runtime/trainer.h"
+#include "exec/plan.h"
+#include "codegen/trainer.h"
 
 using namespace kfuse;
 using Clock = std::chrono::steady_clock;

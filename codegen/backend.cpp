@@ -8,7 +8,7 @@
 #include "passes/layout_cost.h"
 #include "passes/pass_registry.h"
 #include "runtime/cpu_runner.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
 #include "codegen/cpu/jit.h"

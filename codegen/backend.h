@@ -13,7 +13,7 @@
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 #include "runtime/executor.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

@@ -10,7 +10,7 @@
 #include "codegen/plan/plan_builder.h"
 #include "codegen/plan/plan_pass.h"
 #include "ir/support/strings.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
 #include "codegen/cpu/compile.h"

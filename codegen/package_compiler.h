@@ -2,7 +2,7 @@
 // (runtime/package/package.h) that runs without LLVM, NVRTC or the model.
 //
 // Inference packages hold every function of the module; training packages
-// the forward and @train_step (runtime/trainer.h builds it, as `kfuse
+// the forward and @train_step (codegen/trainer.h builds it, as `kfuse
 // train` does). Each function is planned as the executors plan it; then a
 // cpu package's kernels and direct convolutions are compiled in parallel
 // chunks (one LLVM module and object file each) and linked into one shared
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "runtime/package/package.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 
 namespace kfuse {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "ir/support/expected.h"
-#include "runtime/direct_conv.h"
+#include "passes/direct_conv.h"
 
 namespace kfuse {
 
@@ -34,7 +34,7 @@ struct LayoutCostModel {
   // Seconds per byte a transpose moves (each element read once and written once).
   double transposeByteSeconds = 0;
   // Seconds per multiply-add of the target's generated direct convolution,
-  // for the NCHW convolutions runtime/direct_conv.h gives one with vectors
+  // for the NCHW convolutions passes/direct_conv.h gives one with vectors
   // of `directLanes` floats (either filter layout); 0: the target has none.
   double directMacSeconds = 0;
   int64_t directLanes = 0;

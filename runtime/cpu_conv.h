@@ -5,7 +5,7 @@
 
 #include "ir/dtype.h"
 #include "runtime/blas.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

@@ -8,10 +8,10 @@
 #include <limits>
 #include <string_view>
 
-#include "codegen/kernel/kernel_eval.h"
+#include "exec/kernel_eval.h"
 #include "runtime/blas.h"
 #include "runtime/cpu_conv.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "ir/interpreter.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 #include "runtime/poison.h"
 #include "runtime/step_times.h"
 
@@ -19,7 +19,7 @@ using KernelFn = void (*)(void** buffers);
 // there is one, runs step s as generated code: a Conv step as a direct
 // convolution with buffers {x, w, bias, y} (codegen/cpu/conv_emitter.h), a
 // Gemm step as a packed GEMM with buffers {a, packed b, c}
-// (codegen/cpu/gemm_emitter.h; the runner packs B, runtime/packed_gemm.h).
+// (codegen/cpu/gemm_emitter.h; the runner packs B, exec/packed_gemm.h).
 // Missing or null entries fall back to the kernel interpreter, im2col +
 // GEMM and BLAS.
 struct CpuFunctions {
@@ -114,14 +114,14 @@ class CpuRunner {
   std::shared_ptr<const Plan> plan_;
   std::vector<KernelFn> kernels_;
   std::vector<KernelFn> steps_;  // per step
-  // Per packed GEMM step: B packed (runtime/packed_gemm.h) and the tensor
+  // Per packed GEMM step: B packed (exec/packed_gemm.h) and the tensor
   // it was packed from, kept so that a new upload is never mistaken for it.
   struct PackedB {
     std::unique_ptr<float, void (*)(void*)> data{nullptr, std::free};
     std::shared_ptr<const Tensor> source;
   };
   std::vector<PackedB> packed_;
-  // Per step, from runtime/packed_gemm.h's rule once (it scans every
+  // Per step, from exec/packed_gemm.h's rule once (it scans every
   // step's writes): whether generated GEMM code may run it packed, and
   // whether that code runs the epilogue too.
   std::vector<bool> packable_;

@@ -28,5 +28,8 @@ configure -DKFUSE_POISON_BY_DEFAULT=OFF
 cmake --build build --parallel
 ctest --test-dir build --output-on-failure --parallel "$jobs"
 
+echo "== the runtime-only build (kfuse-run without the compiler)"
+tests/build/runtime_only.sh . build build-runtime
+
 # How much disk the build took: CI's machines have had little to spare.
-echo "== build folder: $(du -sh build | cut -f1); free: $(df -h --output=avail . | tail -1)"
+echo "== build folders: $(du -sch build build-runtime | tail -1 | cut -f1); free: $(df -h --output=avail . | tail -1)"

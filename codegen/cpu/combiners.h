@@ -7,7 +7,7 @@
 #include <llvm/ADT/APInt.h>
 #include <llvm/IR/IRBuilder.h>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 
 namespace kfuse::cpu {
 

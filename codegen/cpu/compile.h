@@ -13,7 +13,7 @@
 #include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/gemm_emitter.h"
 #include "codegen/cpu/subtarget.h"
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/support/expected.h"
 
 namespace kfuse::cpu {

@@ -6,7 +6,7 @@
 #include "codegen/cpu/llvm_emitter.h"
 #include "codegen/cpu/vector_code.h"
 #include "ir/support/strings.h"
-#include "runtime/direct_conv.h"
+#include "passes/direct_conv.h"
 
 namespace kfuse::cpu {
 namespace {

@@ -28,7 +28,7 @@
 
 #include "codegen/cpu/subtarget.h"
 #include "ir/support/expected.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse::cpu {
 
@@ -38,7 +38,7 @@ bool directConvSupports(const ConvSpec& c);
 
 // Whether `c` runs as a direct convolution with `t`: supported, f32
 // computation (half storage is widened to f32 before), and output rows that
-// fill the lanes they take (runtime/direct_conv.h's rule).
+// fill the lanes they take (passes/direct_conv.h's rule).
 bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t);
 
 // The plan-building policy that gives exactly the convolutions that do not

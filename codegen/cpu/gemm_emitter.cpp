@@ -6,7 +6,7 @@
 #include "codegen/cpu/llvm_emitter.h"
 #include "codegen/cpu/vector_code.h"
 #include "ir/support/strings.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 namespace kfuse::cpu {
 namespace {

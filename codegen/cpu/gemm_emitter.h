@@ -1,5 +1,5 @@
 // Packed GEMMs for the cpu target: a plan's Gemm step whose B never changes
-// while the plan runs (runtime/packed_gemm.h's rule) as one generated
+// while the plan runs (exec/packed_gemm.h's rule) as one generated
 // function, specialised to its shapes, reading B from the copy the runner
 // packed once.
 //
@@ -11,10 +11,10 @@
 // written once, never cleared first; columns past n are masked off (the
 // packed panel's padding is zero).
 //
-// With an epilogue (runtime/packed_gemm.h's packedEpilogue), the function
+// With an epilogue (exec/packed_gemm.h's packedEpilogue), the function
 // runs it over each block of rows as soon as the block is complete, while
 // those rows are in cache: the epilogue kernel cut to the block
-// (codegen/kernel/row_blocks.h), emitted beside the GEMM and inlined.
+// (exec/row_blocks.h), emitted beside the GEMM and inlined.
 //
 // ABI: llvm_emitter.h's `void <symbol>(void** buffers)` with buffers
 // {a, packed b, c} (f32), then the epilogue kernel's buffers in its order.
@@ -27,9 +27,9 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/cpu/subtarget.h"
-#include "codegen/kernel/row_blocks.h"
+#include "exec/row_blocks.h"
 #include "ir/support/expected.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse::cpu {
 

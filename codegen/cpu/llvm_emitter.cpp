@@ -11,7 +11,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include "codegen/kernel/index_space.h"
+#include "exec/index_space.h"
 #include "codegen/kernel/kept_sum.h"
 #include "codegen/cpu/combiners.h"
 #include "codegen/cpu/scalar_emitter.h"

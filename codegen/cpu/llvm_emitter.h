@@ -17,14 +17,14 @@
 // compute type (consecutive reductions that do not read each other share a
 // loop), the element stores in a loop over the reduce space, the row stores
 // and the globals; final stores last. Dims of extent 1 vanish and
-// contiguous dims merge (codegen/kernel/index_space.h).
+// contiguous dims merge (exec/index_space.h).
 #pragma once
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/support/expected.h"
 
 namespace kfuse::cpu {

@@ -31,7 +31,7 @@ std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "
 // `channels` output channels times `vectors` vectors of `lanes` f32 pixels
 // of one output row, accumulated in registers; and whether rows may end in
 // a partial vector, read and written through masks (false where masked
-// loads are slow: runtime/direct_conv.h).
+// loads are slow: passes/direct_conv.h).
 struct ConvTiling {
   int lanes = 8;
   int vectors = 2;
@@ -40,7 +40,7 @@ struct ConvTiling {
 };
 
 // How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of
-// `lanes` floats, vectors * lanes dividing runtime/packed_gemm.h's panel.
+// `lanes` floats, vectors * lanes dividing exec/packed_gemm.h's panel.
 struct GemmTiling {
   int lanes = 8;
   int vectors = 2;

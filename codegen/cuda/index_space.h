@@ -1,4 +1,4 @@
-// A kernel's index spaces (codegen/kernel/index_space.h) as the CUDA C
+// A kernel's index spaces (exec/index_space.h) as the CUDA C
 // emitter uses them: a thread takes a linear outer (or row) index, recovers
 // the dims with divisions by compile-time extents (kernel_emitter.cpp), and
 // forms each access's offset from them (offsetTerm).
@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel/index_space.h"
+#include "exec/index_space.h"
 
 namespace kfuse::cuda {
 
-// The spaces themselves are the kernel's (codegen/kernel/index_space.h).
+// The spaces themselves are the kernel's (exec/index_space.h).
 using kernel::KernelSpaces;
 using kernel::Space;
 using kernel::SpaceDim;

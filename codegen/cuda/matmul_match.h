@@ -19,7 +19,7 @@
 #include <string>
 
 #include "runtime/cuda/program.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse::cuda {
 

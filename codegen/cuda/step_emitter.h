@@ -23,7 +23,7 @@
 
 #include "codegen/cuda/kernel_emitter.h"
 #include "runtime/cuda/program.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse::cuda {
 

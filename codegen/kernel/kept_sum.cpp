@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "codegen/kernel/index_space.h"
+#include "exec/index_space.h"
 
 namespace kfuse::kernel {
 namespace {

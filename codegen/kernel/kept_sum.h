@@ -8,7 +8,7 @@
 
 #include <optional>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 
 namespace kfuse::kernel {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/graph.h"
 
 namespace kfuse::kernel {

@@ -15,7 +15,7 @@
 // Runs after lowering and before buffer planning, on the same lifetimes.
 #pragma once
 
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 
@@ -38,7 +38,7 @@ struct MemoryReport {
   // scratch of multi-block kernels, cuBLASLt's workspace; 0 on cpu).
   uint64_t deviceScratch = 0;
   uint64_t libraryWorkspace = 0;
-  // cpu: the copies of B that packed GEMMs read (runtime/packed_gemm.h).
+  // cpu: the copies of B that packed GEMMs read (exec/packed_gemm.h).
   uint64_t packedWeights = 0;
   // Every allocation a device makes: each resident buffer aligned, plus the
   // arena, plus the device's own (addDeviceBytes).

@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "ir/graph.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

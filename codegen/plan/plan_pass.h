@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstdint>
 
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

@@ -20,8 +20,8 @@
 #include "frontend/io/npz.h"
 #include "frontend/trace/trace.h"
 #include "ir/weights.h"
-#include "runtime/plan.h"
-#include "runtime/trainer.h"
+#include "exec/plan.h"
+#include "codegen/trainer.h"
 
 using namespace kfuse::trace;
 namespace nn = kfuse::nn;

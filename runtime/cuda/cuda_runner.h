@@ -23,7 +23,7 @@
 #include "ir/interpreter.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/program.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 #include "runtime/step_times.h"
 
 namespace kfuse::cuda {

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "ir/support/strings.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse::cuda {
 

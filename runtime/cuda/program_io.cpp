@@ -1,7 +1,7 @@
 // CUDA programs as JSON (program_io.h): modules by name, and for each plan
 // step its mode, cuBLASLt matmul and kernel launches, every buffer index,
 // launch dimension and matrix extent checked against the plan. JSON values
-// are read by runtime/package/json_read.h.
+// are read by exec/io/json_read.h.
 #include "runtime/cuda/program_io.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "ir/support/strings.h"
-#include "runtime/package/json_read.h"
+#include "exec/io/json_read.h"
 
 namespace kfuse::cuda {
 namespace {

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "runtime/cuda/program.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse::cuda {
 

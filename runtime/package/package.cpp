@@ -7,14 +7,14 @@
 
 #include "ir/support/file_io.h"
 #include "ir/support/strings.h"
-#include "runtime/package/json_read.h"
-#include "runtime/package/kernel_io.h"
-#include "runtime/package/plan_io.h"
+#include "exec/io/json_read.h"
+#include "exec/io/kernel_io.h"
+#include "exec/io/plan_io.h"
 
 #if KFUSE_PACKAGE_CUDA
 #include "runtime/cuda/program_io.h"
 #endif
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 namespace kfuse {
 
@@ -272,7 +272,7 @@ Status Package::read() {
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,
-                              ", which is not a GEMM whose B stays constant (runtime/packed_gemm.h)")));
+                              ", which is not a GEMM whose B stays constant (exec/packed_gemm.h)")));
       // The code's arguments depend on it: the runner must agree.
       bool inside = std::find(f.packedEpilogues.begin(), f.packedEpilogues.end(), s) != f.packedEpilogues.end();
       if (inside != static_cast<bool>(packedEpilogue(*f.plan, s)))

@@ -31,7 +31,7 @@
 #include "ir/weights.h"
 #include "runtime/cuda/program.h"
 #include "runtime/package/container.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 
@@ -54,11 +54,11 @@ struct PackageFunction {
   // written before direct convolutions existed list none.
   std::vector<size_t> directConvs;
   // cpu: the Gemm steps compiled as packed GEMMs (stepSymbol(function,
-  // step); runtime/packed_gemm.h), which the runner runs with B packed
+  // step); exec/packed_gemm.h), which the runner runs with B packed
   // once; the others call BLAS.
   std::vector<size_t> packedGemms;
   // cpu: those of packedGemms whose code runs the step's epilogue too
-  // (runtime/packed_gemm.h's packedEpilogue when the package was compiled;
+  // (exec/packed_gemm.h's packedEpilogue when the package was compiled;
   // the loader refuses a package whose plan now says otherwise).
   std::vector<size_t> packedEpilogues;
 };

@@ -13,9 +13,9 @@
 
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/llvm_emitter.h"
-#include "codegen/kernel/index_space.h"
+#include "exec/index_space.h"
 #include "codegen/kernel/kept_sum.h"
-#include "codegen/kernel/kernel_eval.h"
+#include "exec/kernel_eval.h"
 #include "tests/codegen/jit_harness.h"
 #include "tests/codegen/kernel_builder.h"
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-#include "codegen/kernel/kernel_eval.h"
+#include "exec/kernel_eval.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::testing {

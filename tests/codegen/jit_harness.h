@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cpu/jit.h"
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/tensor.h"
 
 namespace kfuse::testing {

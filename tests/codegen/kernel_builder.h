@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 
 namespace kfuse::testing {
 

@@ -1,4 +1,4 @@
-// Packed GEMMs (codegen/cpu/gemm_emitter.h, runtime/packed_gemm.h) against
+// Packed GEMMs (codegen/cpu/gemm_emitter.h, exec/packed_gemm.h) against
 // a plain triple loop in double: shapes with row and column remainders,
 // partial vectors and panels, transposed B, each generated with several
 // tilings so that every kind of block occurs whatever the host's vector
@@ -14,7 +14,7 @@
 #include "codegen/plan/plan_builder.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 #include "tests/unit/test_util.h"
 
 namespace kfuse {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/plan.h"
-#include "runtime/trainer.h"
+#include "exec/plan.h"
+#include "codegen/trainer.h"
 
 namespace kfuse::test {
 

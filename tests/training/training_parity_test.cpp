@@ -11,7 +11,7 @@
 #include "ir/parser.h"
 #include "ir/weights.h"
 #include "codegen/plan/plan_stats.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tests/unit/test_util.h"
 
 namespace kfuse {

@@ -4,7 +4,7 @@
 // the graph interpreter meets.
 #include <filesystem>
 
-#include "codegen/kernel/kernel_eval.h"
+#include "exec/kernel_eval.h"
 #include "codegen/kernel/lower.h"
 #include "ir/parser.h"
 #include "ir/weights.h"

@@ -16,7 +16,7 @@
 #include "ir/parser.h"
 #include "ir/specialize.h"
 #include "runtime/cpu_runner.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tests/unit/test_util.h"
 
 namespace kfuse {

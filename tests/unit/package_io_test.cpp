@@ -1,4 +1,4 @@
-// Plans as package JSON (runtime/package/plan_io.h): every op case and every
+// Plans as package JSON (exec/io/plan_io.h): every op case and every
 // suite model round-trips to the same text, prints the same and runs to
 // bit-identical results; malformed or hostile text gives an Error that says
 // what is wrong and where, never a crash.
@@ -20,7 +20,7 @@
 #include "ir/parser.h"
 #include "ir/weights.h"
 #include "runtime/cpu_runner.h"
-#include "runtime/package/plan_io.h"
+#include "exec/io/plan_io.h"
 #include "tests/cuda/suite_models.h"
 #include "tests/unit/test_util.h"
 

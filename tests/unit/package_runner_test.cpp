@@ -12,7 +12,7 @@
 #include "ir/support/strings.h"
 #include "runtime/package/cpu_code.h"
 #include "runtime/package/package_runner.h"
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 namespace kfuse {
 namespace {

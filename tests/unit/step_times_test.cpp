@@ -10,7 +10,7 @@
 #include "codegen/plan/plan_builder.h"
 #include "ir/parser.h"
 #include "runtime/cpu_runner.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tests/unit/test_util.h"
 
 namespace kfuse {

@@ -9,8 +9,8 @@
 #include "ir/support/file_io.h"
 #include "ir/weights.h"
 #include "runtime/package/package.h"
-#include "runtime/package/plan_io.h"
-#include "runtime/packed_gemm.h"
+#include "exec/io/plan_io.h"
+#include "exec/packed_gemm.h"
 #include "tools/kfuse/commands.h"
 
 namespace kfuse::cli {

@@ -14,7 +14,7 @@
 #include "codegen/backend.h"
 #include "ir/npy.h"
 #include "ir/support/strings.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tools/common/tensor_args.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/plan_args.h"

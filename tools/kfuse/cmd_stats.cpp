@@ -9,7 +9,7 @@
 #include "codegen/plan/plan_stats.h"
 #include "ir/specialize.h"
 #include "ir/support/strings.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/model_loader.h"
 #include "tools/kfuse/plan_args.h"

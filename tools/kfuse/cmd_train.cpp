@@ -13,7 +13,7 @@
 #include "ir/weights.h"
 #include "codegen/backend.h"
 #include "runtime/package/package_runner.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
 #include "tools/kfuse/model_loader.h"

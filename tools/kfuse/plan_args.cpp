@@ -4,7 +4,7 @@
 #include "codegen/plan/plan_builder.h"
 #include "ir/specialize.h"
 #include "ir/support/strings.h"
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/model_loader.h"
 

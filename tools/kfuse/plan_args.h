@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "runtime/plan.h"
-#include "runtime/trainer.h"
+#include "exec/plan.h"
+#include "codegen/trainer.h"
 
 namespace kfuse::cli {
 

@@ -9,7 +9,7 @@
 #include "ir/support/strings.h"
 #include "ir/weights.h"
 #include "passes/pass_manager.h"
-#include "runtime/package/plan_io.h"
+#include "exec/io/plan_io.h"
 
 namespace kfuse::cli {
 namespace {

@@ -3,7 +3,7 @@
 // lowered plan with the graph passes' instrumentation. --print-ir-before/
 // after print the plan's text; --dump-ir-dir continues the numbering with
 // NN-lower.FUNC.plan.json and NN-after-PASS.FUNC.plan.json, the plan as
-// packages store it (runtime/package/plan_io.h; `kfuse inspect` reads it),
+// packages store it (exec/io/plan_io.h; `kfuse inspect` reads it),
 // its constants beside it in .plan.safetensors.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 #include "codegen/plan/plan_builder.h"
 #include "ir/graph.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 #include "tools/kfuse/instrumentation_flags.h"
 
 namespace kfuse::cli {

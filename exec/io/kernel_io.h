@@ -1,5 +1,5 @@
 // The IR inside plans as JSON, for plans in packages (plan_io.cpp): kernel
-// IR (codegen/kernel/kernel_ir.h), i.e. the kernels' buffers, index maps,
+// IR (exec/kernel_ir.h), i.e. the kernels' buffers, index maps,
 // reductions, globals and stores with their scalar DAG as a list of nodes,
 // arguments first; tensor types as the IR spells them ("f32[256,64]",
 // "f32[1,8,8,3]#nhwc"); and the attributes of reference ops ({"int": 3},
@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/attribute.h"
-#include "runtime/package/json_read.h"
+#include "exec/io/json_read.h"
 
 namespace kfuse::package {
 

@@ -1,5 +1,5 @@
 // Type-checked JSON reading for plans and CUDA programs (json_read.h).
-#include "runtime/package/json_read.h"
+#include "exec/io/json_read.h"
 
 #include <bit>
 #include <charconv>

@@ -1,6 +1,6 @@
 // Tensor types, attributes and kernel IR as JSON, for plans in packages
 // (kernel_io.h).
-#include "runtime/package/kernel_io.h"
+#include "exec/io/kernel_io.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "codegen/kernel/kernel_eval.h"
+#include "exec/kernel_eval.h"
 
 #include <cmath>
 #include <functional>

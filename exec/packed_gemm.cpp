@@ -1,4 +1,4 @@
-#include "runtime/packed_gemm.h"
+#include "exec/packed_gemm.h"
 
 #include <algorithm>
 

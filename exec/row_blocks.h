@@ -15,7 +15,7 @@
 
 #include <vector>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/support/expected.h"
 
 namespace kfuse::kernel {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/attribute.h"
 #include "ir/graph.h"
 

@@ -6,7 +6,7 @@
 
 #include <span>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 #include "ir/tensor.h"
 
 namespace kfuse::kernel {

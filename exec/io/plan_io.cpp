@@ -2,7 +2,7 @@
 // geometry, reference ops with their attributes) and the plan's interface.
 // Kernels' IR, tensor types and attributes are read and written by
 // kernel_io.cpp, JSON values by json_read.cpp.
-#include "runtime/package/plan_io.h"
+#include "exec/io/plan_io.h"
 
 #include <array>
 #include <cstdint>
@@ -12,8 +12,8 @@
 #include "ir/builder.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
-#include "runtime/package/json_read.h"
-#include "runtime/package/kernel_io.h"
+#include "exec/io/json_read.h"
+#include "exec/io/kernel_io.h"
 
 namespace kfuse {
 namespace {

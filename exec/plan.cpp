@@ -1,4 +1,4 @@
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 #include <sstream>
 

@@ -1,8 +1,8 @@
-#include "codegen/kernel/row_blocks.h"
+#include "exec/row_blocks.h"
 
 #include <algorithm>
 
-#include "codegen/kernel/index_space.h"
+#include "exec/index_space.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::kernel {

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "codegen/kernel/row_blocks.h"
-#include "runtime/plan.h"
+#include "exec/row_blocks.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 
@@ -38,7 +38,7 @@ bool packedGemmFits(const Plan& plan, size_t step);
 std::vector<size_t> packedGemmSteps(const Plan& plan);
 
 // Whether packed GEMM step `step` also runs its epilogue, a block of rows
-// at a time right after computing them (codegen/kernel/row_blocks.h), and
+// at a time right after computing them (exec/row_blocks.h), and
 // how; the error says why not. The product and everything the epilogue
 // writes must stay inside the block, and the epilogue must not write over
 // A, whose later rows the GEMM has yet to read.

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ir/weights.h"
-#include "runtime/plan.h"
+#include "exec/plan.h"
 
 namespace kfuse {
 

@@ -1,4 +1,4 @@
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 
 #include <cmath>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "runtime/trainer.h"
+#include "codegen/trainer.h"
 
 #include <cmath>
 

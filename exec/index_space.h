@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/kernel/kernel_ir.h"
+#include "exec/kernel_ir.h"
 
 namespace kfuse::kernel {
 

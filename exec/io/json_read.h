@@ -2,7 +2,7 @@
 // with their types and ranges checked, since nlohmann would convert a float
 // to an integer silently and an out-of-range number undefinedly, and errors
 // that say where they happened ("step 3 (fused_add_relu): kernel buffer 7
-// out of range"). Shared by runtime/package/plan_io.cpp, kernel_io.cpp and
+// out of range"). Shared by exec/io/plan_io.cpp, kernel_io.cpp and
 // runtime/cuda/program_io.cpp; internal, not part of the public API.
 //
 // A reader throws Invalid (through fail) as nlohmann throws its own

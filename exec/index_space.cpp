@@ -1,4 +1,4 @@
-#include "codegen/kernel/index_space.h"
+#include "exec/index_space.h"
 
 #include <functional>
 #include <unordered_set>
