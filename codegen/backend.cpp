@@ -103,7 +103,7 @@ class CpuExecutor : public Executor {
     std::vector<size_t> convSteps = cpu::directConvSteps(plan, convTiling);
     std::vector<size_t> gemmSteps = packedGemmSteps(plan);
     std::vector<cpu::DirectConv> convs;
-    for (size_t s : convSteps) convs.push_back({str("conv_step", s), plan.steps[s].conv, convTiling});
+    for (size_t s : convSteps) convs.push_back({str("conv_step", s), plan.steps[s].conv(), convTiling});
     std::vector<cpu::PackedGemm> gemms;
     for (size_t s : gemmSteps) gemms.push_back(cpu::packedGemmOf(plan, s, str("gemm_step", s), gemmTiling));
     if (plan.kernels.empty() && convs.empty() && gemms.empty()) return CpuFunctions{};
@@ -154,22 +154,22 @@ Expected<std::string> kernelIR(const Plan& plan, std::string_view cpu) {
   const cpu::GemmTiling& gemmTiling = subtarget.gemm;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
-    if (step.kind == StepKind::Gemm) {
+    if (step.kind() == StepKind::Gemm) {
       out += str("gemm step ", s, " (", step.name, "): ");
       if (!packedGemmFits(plan, s)) {
         out += "BLAS\n";
         continue;
       }
       auto epilogue = packedEpilogue(plan, s);
-      out += cpu::describePackedGemm(step.gemm, gemmTiling, static_cast<bool>(epilogue));
+      out += cpu::describePackedGemm(step.gemm(), gemmTiling, static_cast<bool>(epilogue));
       if (!step.kernels.empty() && !epilogue) out += str("; epilogue after the GEMM: ", epilogue.error().message());
       out += "\n";
       continue;
     }
-    if (step.kind != StepKind::Conv) continue;
-    DType dt = plan.buffers[static_cast<size_t>(step.conv.y)].type.dtype;
+    if (step.kind() != StepKind::Conv) continue;
+    DType dt = plan.buffers[static_cast<size_t>(step.conv().y)].type.dtype;
     out += str("conv step ", s, " (", step.name, "): ",
-               cpu::directConvFits(step.conv, dt, tiling) ? cpu::describeDirectConv(step.conv, tiling)
+               cpu::directConvFits(step.conv(), dt, tiling) ? cpu::describeDirectConv(step.conv(), tiling)
                                                           : std::string("im2col + GEMM"),
                "\n");
   }

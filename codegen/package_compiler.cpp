@@ -93,7 +93,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
       kernels.back().name = packageKernelName(f, k);
     }
     fns[f].directConvs = cpu::directConvSteps(plan, tiling);
-    for (size_t s : fns[f].directConvs) convs.push_back({packageStepName(f, s), plan.steps[s].conv, tiling});
+    for (size_t s : fns[f].directConvs) convs.push_back({packageStepName(f, s), plan.steps[s].conv(), tiling});
     fns[f].packedGemms = packedGemmSteps(plan);
     for (size_t s : fns[f].packedGemms) {
       gemms.push_back(cpu::packedGemmOf(plan, s, packageStepName(f, s), gemmTiling));

@@ -5,8 +5,8 @@
 namespace kfuse {
 
 bool packedGemmFits(const Plan& plan, size_t step) {
-  if (step >= plan.steps.size() || plan.steps[step].kind != StepKind::Gemm) return false;
-  const GemmSpec& g = plan.steps[step].gemm;
+  if (step >= plan.steps.size() || plan.steps[step].kind() != StepKind::Gemm) return false;
+  const GemmSpec& g = plan.steps[step].gemm();
   auto buffer = [&](int b) -> const PlanBuffer& { return plan.buffers[static_cast<size_t>(b)]; };
   for (int b : {g.a, g.b, g.c})
     if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
@@ -40,20 +40,20 @@ Expected<kernel::RowBlocks> packedEpilogue(const Plan& plan, size_t step) {
   std::vector<int> written;
   for (size_t i = 0; i < k.buffers.size(); ++i)
     if (k.buffers[i].output) written.push_back(storage(i));
-  if (std::find(written.begin(), written.end(), plan.storageOf(s.gemm.a)) != written.end())
+  if (std::find(written.begin(), written.end(), plan.storageOf(s.gemm().a)) != written.end())
     return Error("the epilogue writes over A");
   std::vector<bool> confined(k.buffers.size());
   for (size_t i = 0; i < k.buffers.size(); ++i)
-    confined[i] = storage(i) == plan.storageOf(s.gemm.c) ||
+    confined[i] = storage(i) == plan.storageOf(s.gemm().c) ||
                   std::find(written.begin(), written.end(), storage(i)) != written.end();
-  return kernel::rowBlocksOf(k, s.gemm.m, confined);
+  return kernel::rowBlocksOf(k, s.gemm().m, confined);
 }
 
 int64_t packedBElements(const GemmSpec& g) { return (g.n + kPackedPanel - 1) / kPackedPanel * kPackedPanel * g.k; }
 
 uint64_t packedBytes(const Plan& plan, const std::vector<size_t>& steps) {
   uint64_t bytes = 0;
-  for (size_t s : steps) bytes += static_cast<uint64_t>(packedBElements(plan.steps[s].gemm)) * sizeof(float);
+  for (size_t s : steps) bytes += static_cast<uint64_t>(packedBElements(plan.steps[s].gemm())) * sizeof(float);
   return bytes;
 }
 

@@ -17,16 +17,16 @@ std::vector<int> stepBuffers(const Step& s) {
   auto add = [&](int b) {
     if (b >= 0) out.push_back(b);
   };
-  switch (s.kind) {
+  switch (s.kind()) {
     case StepKind::Gemm:
-      for (int b : {s.gemm.a, s.gemm.b, s.gemm.c}) add(b);
+      for (int b : {s.gemm().a, s.gemm().b, s.gemm().c}) add(b);
       break;
     case StepKind::Conv:
-      for (int b : {s.conv.x, s.conv.w, s.conv.bias, s.conv.y, s.conv.workspace}) add(b);
+      for (int b : {s.conv().x, s.conv().w, s.conv().bias, s.conv().y, s.conv().workspace}) add(b);
       break;
     case StepKind::Reference:
-      for (int b : s.inputs) add(b);
-      for (int b : s.outputs) add(b);
+      for (int b : s.reference().inputs) add(b);
+      for (int b : s.reference().outputs) add(b);
       break;
     case StepKind::Kernels: break;
   }
@@ -37,11 +37,12 @@ std::vector<int> stepBuffers(const Step& s) {
 
 std::vector<int> stepWrites(const Plan& p, const Step& s) {
   std::vector<int> out;
-  if (s.kind == StepKind::Gemm) out.push_back(s.gemm.c);
-  if (s.kind == StepKind::Conv)
-    for (int b : {s.conv.y, s.conv.workspace})
+  if (s.kind() == StepKind::Gemm) out.push_back(s.gemm().c);
+  if (s.kind() == StepKind::Conv)
+    for (int b : {s.conv().y, s.conv().workspace})
       if (b >= 0) out.push_back(b);
-  if (s.kind == StepKind::Reference) out.insert(out.end(), s.outputs.begin(), s.outputs.end());
+  if (s.kind() == StepKind::Reference)
+    out.insert(out.end(), s.reference().outputs.begin(), s.reference().outputs.end());
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const kernel::Kernel& K = p.kernels[static_cast<size_t>(s.kernels[k])];
     for (size_t i = 0; i < K.buffers.size(); ++i)
@@ -91,7 +92,7 @@ std::string printPlan(const Plan& p) {
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     os << "  step " << i << ": ";
-    switch (s.kind) {
+    switch (s.kind()) {
       case StepKind::Kernels: {
         std::vector<std::string> parts;
         for (size_t k = 0; k < s.kernels.size(); ++k)
@@ -100,27 +101,33 @@ std::string printPlan(const Plan& p) {
         os << "kernels " << join(parts);
         break;
       }
-      case StepKind::Gemm:
-        os << "gemm b" << s.gemm.c << " = b" << s.gemm.a << (s.gemm.transA ? "^T" : "") << " @ b" << s.gemm.b
-           << (s.gemm.transB ? "^T" : "") << " [" << s.gemm.m << "x" << s.gemm.k << " @ " << s.gemm.k << "x" << s.gemm.n
-           << (s.gemm.batch.empty() ? "" : str(", batch ", formatDims(s.gemm.batch))) << "]";
+      case StepKind::Gemm: {
+        const GemmSpec& g = s.gemm();
+        os << "gemm b" << g.c << " = b" << g.a << (g.transA ? "^T" : "") << " @ b" << g.b << (g.transB ? "^T" : "")
+           << " [" << g.m << "x" << g.k << " @ " << g.k << "x" << g.n
+           << (g.batch.empty() ? "" : str(", batch ", formatDims(g.batch))) << "]";
         if (!s.kernels.empty())
           os << " epilogue @" << p.kernels[static_cast<size_t>(s.kernels[0])].name << "("
              << bufferList(p, s.kernelBuffers[0]) << ")";
         break;
-      case StepKind::Conv:
-        os << "conv2d b" << s.conv.y << " = b" << s.conv.x << " * b" << s.conv.w
-           << (s.conv.bias >= 0 ? str(" + b", s.conv.bias) : std::string()) << " [" << s.conv.n << "x" << s.conv.c
-           << "x" << s.conv.h << "x" << s.conv.wd << " -> " << s.conv.o << " channels, " << s.conv.kh << "x"
-           << s.conv.kw << " kernel, groups " << s.conv.groups << (s.conv.channelsLast ? ", nhwc" : "") << "]";
+      }
+      case StepKind::Conv: {
+        const ConvSpec& c = s.conv();
+        os << "conv2d b" << c.y << " = b" << c.x << " * b" << c.w << (c.bias >= 0 ? str(" + b", c.bias) : std::string())
+           << " [" << c.n << "x" << c.c << "x" << c.h << "x" << c.wd << " -> " << c.o << " channels, " << c.kh << "x"
+           << c.kw << " kernel, groups " << c.groups << (c.channelsLast ? ", nhwc" : "") << "]";
         if (!s.kernels.empty())
           os << " epilogue @" << p.kernels[static_cast<size_t>(s.kernels[0])].name << "("
              << bufferList(p, s.kernelBuffers[0]) << ")";
-        if (s.conv.workspace >= 0) os << " workspace b" << s.conv.workspace;
+        if (c.workspace >= 0) os << " workspace b" << c.workspace;
         break;
-      case StepKind::Reference:
-        os << "reference " << s.op->name << " (" << bufferList(p, s.inputs) << ") -> (" << bufferList(p, s.outputs) << ")";
+      }
+      case StepKind::Reference: {
+        const ReferenceOp& r = s.reference();
+        os << "reference " << r.op->name << " (" << bufferList(p, r.inputs) << ") -> (" << bufferList(p, r.outputs)
+           << ")";
         break;
+      }
     }
     os << "\n";
   }

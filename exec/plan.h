@@ -7,9 +7,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "exec/kernel_ir.h"
@@ -88,23 +90,58 @@ struct ConvSpec {
   int workspace = -1;
 };
 
+// What a step launches, one alternative per kind: a bundle of generated
+// kernels, a GEMM or a convolution (a library call or generated code, each
+// with an optional epilogue), or an op run by its reference implementation.
 enum class StepKind : uint8_t { Kernels, Gemm, Conv, Reference };
 
-struct Step {
-  StepKind kind = StepKind::Kernels;
-  std::string name;
-  Phase phase = Phase::Forward;  // of the node it comes from
-  size_t ops = 1;                // graph ops it computes (more than 1: fused)
-  // Kernels: run in order; Gemm: the epilogue (empty when the GEMM writes
-  // its result directly). Plan buffer per kernel buffer.
-  std::vector<int> kernels;
-  std::vector<std::vector<int>> kernelBuffers;
-  GemmSpec gemm;
-  ConvSpec conv;  // Conv (its epilogue in `kernels`, as a GEMM's)
-  // Reference: the op, its attributes and its operand / result buffers.
+// The step's kernels (Step::kernels), in order; nothing else.
+struct KernelBundle {};
+
+// An op with no kernel form yet: the op, its attributes and its operand /
+// result buffers.
+struct ReferenceOp {
   const OpDef* op = nullptr;
   AttrMap attrs;
   std::vector<int> inputs, outputs;
+};
+
+// In StepKind's order.
+using StepBody = std::variant<KernelBundle, GemmSpec, ConvSpec, ReferenceOp>;
+
+struct Step {
+  std::string name;
+  Phase phase = Phase::Forward;  // of the node it comes from
+  size_t ops = 1;                // graph ops it computes (more than 1: fused)
+  // A bundle's kernels, run in order; a GEMM's or convolution's epilogue
+  // (empty when it writes its result directly). Plan buffer per kernel
+  // buffer.
+  std::vector<int> kernels;
+  std::vector<std::vector<int>> kernelBuffers;
+  StepBody body;
+
+  StepKind kind() const { return static_cast<StepKind>(body.index()); }
+  // The body as its kind; asking for another kind is a bug (asserted).
+  const GemmSpec& gemm() const { return as<GemmSpec>(); }
+  GemmSpec& gemm() { return as<GemmSpec>(); }
+  const ConvSpec& conv() const { return as<ConvSpec>(); }
+  ConvSpec& conv() { return as<ConvSpec>(); }
+  const ReferenceOp& reference() const { return as<ReferenceOp>(); }
+  ReferenceOp& reference() { return as<ReferenceOp>(); }
+
+ private:
+  template <typename T>
+  const T& as() const {
+    const T* b = std::get_if<T>(&body);
+    assert(b && "the step is of another kind");
+    return *b;
+  }
+  template <typename T>
+  T& as() {
+    T* b = std::get_if<T>(&body);
+    assert(b && "the step is of another kind");
+    return *b;
+  }
 };
 
 struct Plan {

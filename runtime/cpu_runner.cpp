@@ -35,7 +35,7 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRun
   packable_.assign(plan_->steps.size(), false);
   epilogueInside_.assign(plan_->steps.size(), false);
   for (size_t s = 0; s < plan_->steps.size(); ++s) {
-    if (!steps_[s] || plan_->steps[s].kind != StepKind::Gemm) continue;
+    if (!steps_[s] || plan_->steps[s].kind() != StepKind::Gemm) continue;
     packable_[s] = packedGemmFits(*plan_, s);
     epilogueInside_[s] = packable_[s] && static_cast<bool>(packedEpilogue(*plan_, s));
   }
@@ -282,13 +282,13 @@ std::shared_ptr<Tensor> CpuRunner::updateTensor(size_t u, const std::byte* p, co
 
 Status CpuRunner::runStep(size_t index, Frame& f) {
   const Step& s = plan_->steps[index];
-  switch (s.kind) {
+  switch (s.kind()) {
     case StepKind::Kernels:
       for (size_t k = 0; k < s.kernels.size(); ++k) KF_RETURN_IF_ERROR(runKernel(s.kernels[k], s.kernelBuffers[k], f));
       return Status::ok();
     case StepKind::Gemm:
     case StepKind::Conv:
-      KF_RETURN_IF_ERROR(s.kind == StepKind::Gemm ? runGemm(index, f) : runConv(s.conv, steps_[index], f));
+      KF_RETURN_IF_ERROR(s.kind() == StepKind::Gemm ? runGemm(index, f) : runConv(s.conv(), steps_[index], f));
       if (!s.kernels.empty() && !epilogueInside_[index]) return runKernel(s.kernels[0], s.kernelBuffers[0], f);
       return Status::ok();
     case StepKind::Reference: return runReference(s, f);
@@ -383,7 +383,7 @@ void widenedToF32(const Plan& plan, const Pointers& ptr, const std::vector<int>&
 
 Status CpuRunner::runGemm(size_t index, Frame& f) {
   if (KernelFn fn = steps_[index]) return runPackedGemm(index, fn, f);
-  const GemmSpec& g = plan_->steps[index].gemm;
+  const GemmSpec& g = plan_->steps[index].gemm();
   KF_ASSIGN_OR_RETURN(const Blas* blas, openBlas());
   DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
   if (isHalf(dt)) {
@@ -400,7 +400,7 @@ Status CpuRunner::runGemm(size_t index, Frame& f) {
 Status CpuRunner::runPackedGemm(size_t index, KernelFn fn, Frame& f) {
   if (!packable_[index])
     return Error("a packed GEMM was compiled for a GEMM whose B is not constant while the plan runs");
-  const GemmSpec& g = plan_->steps[index].gemm;
+  const GemmSpec& g = plan_->steps[index].gemm();
   const PlanBuffer& b = plan_->buffers[static_cast<size_t>(plan_->storageOf(g.b))];
   const std::shared_ptr<const Tensor>& source =
       b.kind == BufferKind::Constant ? b.constant : uploaded_[static_cast<size_t>(plan_->storageOf(g.b))];
@@ -454,16 +454,16 @@ Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct, Frame& f) {
 Status CpuRunner::runReference(const Step& s, Frame& f) {
   std::vector<Tensor> inputs;
   std::vector<TensorType> inTypes, outTypes;
-  for (int b : s.inputs) {
+  for (int b : s.reference().inputs) {
     inputs.push_back(copyOut(f.ptr[static_cast<size_t>(b)], plan_->buffers[static_cast<size_t>(b)].type));
     inTypes.push_back(inputs.back().type());
   }
-  for (int b : s.outputs) outTypes.push_back(plan_->buffers[static_cast<size_t>(b)].type);
+  for (int b : s.reference().outputs) outTypes.push_back(plan_->buffers[static_cast<size_t>(b)].type);
   std::vector<const Tensor*> ptrs;
   for (const Tensor& t : inputs) ptrs.push_back(&t);
-  OpCall call{*s.op, s.attrs, inTypes};
-  KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.op->reference(call, ptrs, outTypes));
-  for (size_t i = 0; i < outs.size(); ++i) copyIn(f.ptr[static_cast<size_t>(s.outputs[i])], outs[i]);
+  OpCall call{*s.reference().op, s.reference().attrs, inTypes};
+  KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.reference().op->reference(call, ptrs, outTypes));
+  for (size_t i = 0; i < outs.size(); ++i) copyIn(f.ptr[static_cast<size_t>(s.reference().outputs[i])], outs[i]);
   return Status::ok();
 }
 

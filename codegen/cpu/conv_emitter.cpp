@@ -203,8 +203,8 @@ std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t) {
   std::vector<size_t> out;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
-    if (step.kind == StepKind::Conv &&
-        directConvFits(step.conv, plan.buffers[static_cast<size_t>(step.conv.y)].type.dtype, t))
+    if (step.kind() == StepKind::Conv &&
+        directConvFits(step.conv(), plan.buffers[static_cast<size_t>(step.conv().y)].type.dtype, t))
       out.push_back(s);
   }
   return out;

@@ -141,7 +141,7 @@ Status GemmEmitter::emitEpilogue(Value* row0, int rows) {
 
 PackedGemm packedGemmOf(const Plan& plan, size_t step, std::string name, const GemmTiling& t) {
   const Step& s = plan.steps[step];
-  PackedGemm g{std::move(name), s.gemm, t};
+  PackedGemm g{std::move(name), s.gemm(), t};
   if (auto blocks = packedEpilogue(plan, step)) {
     g.epilogue = &plan.kernels[static_cast<size_t>(s.kernels[0])];
     g.blocks = std::move(*blocks);

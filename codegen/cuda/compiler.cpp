@@ -68,7 +68,7 @@ class ProgramEmitter {
   Expected<StepProgram> emitStep(size_t i) {
     const Step& s = plan_.steps[i];
     StepProgram step;
-    switch (s.kind) {
+    switch (s.kind()) {
       case StepKind::Kernels: {
         KF_ASSIGN_OR_RETURN(StepSource unit, emitKernelStep(plan_, s, opts_.emit));
         addUnit(std::move(unit), step);
@@ -81,7 +81,8 @@ class ProgramEmitter {
       }
       case StepKind::Reference:
         step.mode = StepMode::Host;
-        step.note = str("host: reference ", s.op ? s.op->name : std::string("op"), " (no kernel form yet)");
+        step.note = str("host: reference ", s.reference().op ? s.reference().op->name : std::string("op"),
+                        " (no kernel form yet)");
         return step;
       case StepKind::Gemm: return emitGemm(i);
     }
@@ -100,9 +101,9 @@ class ProgramEmitter {
       if (!s.kernels.empty()) ++report_->matchedEpilogues;
       return step;
     }
-    auto plain = plainMatmul(plan_, s.gemm);
+    auto plain = plainMatmul(plan_, s.gemm());
     bool generated = opts_.gemm == GemmPolicy::Generated || !plain ||
-                     (opts_.gemm == GemmPolicy::Auto && gemmFlops(s.gemm) <= opts_.generatedGemmMaxFlops);
+                     (opts_.gemm == GemmPolicy::Auto && gemmFlops(s.gemm()) <= opts_.generatedGemmMaxFlops);
     if (generated) {
       KF_ASSIGN_OR_RETURN(StepSource unit, emitGemmStep(plan_, i, opts_.emit));
       addUnit(std::move(unit), step);

@@ -20,10 +20,11 @@ bool readOutsideStep(const Plan& plan, int buffer, size_t self) {
     for (const auto& buffers : s.kernelBuffers)
       for (int b : buffers)
         if (same(b)) return true;
-    for (int b : s.inputs)
-      if (same(b)) return true;
-    if (s.kind == StepKind::Gemm && (same(s.gemm.a) || same(s.gemm.b))) return true;
-    if (s.kind == StepKind::Conv && (same(s.conv.x) || same(s.conv.w) || same(s.conv.bias))) return true;
+    if (s.kind() == StepKind::Reference)
+      for (int b : s.reference().inputs)
+        if (same(b)) return true;
+    if (s.kind() == StepKind::Gemm && (same(s.gemm().a) || same(s.gemm().b))) return true;
+    if (s.kind() == StepKind::Conv && (same(s.conv().x) || same(s.conv().w) || same(s.conv().bias))) return true;
   }
   return false;
 }
@@ -154,7 +155,7 @@ std::string indented(const CodeWriter& w) {
 
 Expected<StepSource> emitGemmStep(const Plan& plan, size_t self, const StepEmitOptions& opts) {
   const Step& step = plan.steps[self];
-  const GemmSpec& g = step.gemm;
+  const GemmSpec& g = step.gemm();
   auto dtype = [&](int b) { return plan.buffers[static_cast<size_t>(b)].type.dtype; };
   DType da = dtype(g.a), db = dtype(g.b), dc = dtype(g.c);
   if (!isFloatStorage(da) || !isFloatStorage(db) || !isFloatStorage(dc) || ((da == DType::F64) != (db == DType::F64)))
@@ -227,7 +228,7 @@ Expected<StepSource> emitGemmStep(const Plan& plan, size_t self, const StepEmitO
 
 Expected<StepSource> emitConvStep(const Plan& plan, size_t self, const StepEmitOptions& opts) {
   const Step& step = plan.steps[self];
-  const ConvSpec& c = step.conv;
+  const ConvSpec& c = step.conv();
   auto dtype = [&](int b) { return plan.buffers[static_cast<size_t>(b)].type.dtype; };
   DType dx = dtype(c.x), dw = dtype(c.w), dy = dtype(c.y);
   if (!isFloatStorage(dx) || !isFloatStorage(dw) || !isFloatStorage(dy) || (c.bias >= 0 && !isFloatStorage(dtype(c.bias))))

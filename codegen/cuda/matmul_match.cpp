@@ -100,7 +100,7 @@ Expected<MatmulCall> plainMatmul(const Plan& plan, const GemmSpec& g) {
 
 MatmulMatch matchMatmul(const Plan& plan, size_t self) {
   const Step& step = plan.steps[self];
-  const GemmSpec& g = step.gemm;
+  const GemmSpec& g = step.gemm();
   auto base = plainMatmul(plan, g);
   if (!base) return {std::nullopt, base.error().message()};
   if (step.kernels.empty()) return {*base, ""};

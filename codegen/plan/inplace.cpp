@@ -58,7 +58,7 @@ class InPlace {
     computeLifetimes(p_);
     for (size_t s = 0; s < p_.steps.size(); ++s) {
       const Step& step = p_.steps[s];
-      if (step.kind == StepKind::Reference) {
+      if (step.kind() == StepKind::Reference) {
         referenceStep(step, static_cast<int>(s));
         continue;
       }
@@ -99,9 +99,10 @@ class InPlace {
   bool touchedOutside(const Step& step, size_t k, int storage, bool before, bool after) const {
     auto hits = [&](int b) { return b >= 0 && p_.storageOf(b) == storage; };
     if (before) {
-      if (step.kind == StepKind::Gemm && (hits(step.gemm.a) || hits(step.gemm.b) || hits(step.gemm.c))) return true;
-      if (step.kind == StepKind::Conv)
-        for (int b : {step.conv.x, step.conv.w, step.conv.bias, step.conv.y, step.conv.workspace})
+      if (step.kind() == StepKind::Gemm && (hits(step.gemm().a) || hits(step.gemm().b) || hits(step.gemm().c)))
+        return true;
+      if (step.kind() == StepKind::Conv)
+        for (int b : {step.conv().x, step.conv().w, step.conv().bias, step.conv().y, step.conv().workspace})
           if (hits(b)) return true;
     }
     for (size_t j = 0; j < step.kernels.size(); ++j) {
@@ -145,15 +146,15 @@ class InPlace {
   }
 
   void referenceStep(const Step& step, int s) {
-    for (size_t r = 0; r < step.outputs.size() && r < step.op->inPlace.size(); ++r) {
-      int operand = step.op->inPlace[r];
-      if (operand < 0 || static_cast<size_t>(operand) >= step.inputs.size()) continue;
-      int in = step.inputs[static_cast<size_t>(operand)], out = step.outputs[r];
+    for (size_t r = 0; r < step.reference().outputs.size() && r < step.reference().op->inPlace.size(); ++r) {
+      int operand = step.reference().op->inPlace[r];
+      if (operand < 0 || static_cast<size_t>(operand) >= step.reference().inputs.size()) continue;
+      int in = step.reference().inputs[static_cast<size_t>(operand)], out = step.reference().outputs[r];
       if (!fits(out, in, s)) continue;
       int storage = p_.storageOf(in);
       size_t uses = 0;
-      for (int b : step.inputs) uses += p_.storageOf(b) == storage;
-      for (int b : step.outputs) uses += p_.storageOf(b) == storage;
+      for (int b : step.reference().inputs) uses += p_.storageOf(b) == storage;
+      for (int b : step.reference().outputs) uses += p_.storageOf(b) == storage;
       if (uses == 1) alias(out, in);
     }
   }

@@ -143,13 +143,12 @@ class PlanBuilder {
 
   Status reference(const Node& n) {
     Step s;
-    s.kind = StepKind::Reference;
     s.name = uniqueName(std::string(n.opName()));
-    s.op = &n.op();
-    s.attrs = n.attrs();
-    for (const Value* v : n.operands()) s.inputs.push_back(bufferOf(v));
-    for (size_t i = 0; i < n.numResults(); ++i) s.outputs.push_back(temp(n.result(i)));
-    if (int g = n.op().gradientOperand; g >= 0) markGradient(s.inputs[static_cast<size_t>(g)]);
+    ReferenceOp r{&n.op(), n.attrs(), {}, {}};
+    for (const Value* v : n.operands()) r.inputs.push_back(bufferOf(v));
+    for (size_t i = 0; i < n.numResults(); ++i) r.outputs.push_back(temp(n.result(i)));
+    if (int g = n.op().gradientOperand; g >= 0) markGradient(r.inputs[static_cast<size_t>(g)]);
+    s.body = std::move(r);
     plan_.steps.push_back(std::move(s));
     return Status::ok();
   }
@@ -217,22 +216,20 @@ class PlanBuilder {
   // A matmul or conv2d step writing `out`.
   Status libraryCall(const Node& n, const std::vector<int>& operands, int out, Step& s) {
     if (n.opName() == "conv2d") {
-      s.kind = StepKind::Conv;
-      KF_ASSIGN_OR_RETURN(s.conv, convSpec(n, operands, out));
+      KF_ASSIGN_OR_RETURN(s.body, convSpec(n, operands, out));
       // One image-group's patch matrix at a time (runtime/cpu_conv.h),
       // computed in f32 for every dtype but f64, unless the target's
       // convolution reads none (PlanOptions::convWorkspace).
-      const ConvSpec& c = s.conv;
+      const ConvSpec& c = s.conv();
       if (opts_.convWorkspace && !opts_.convWorkspace(c, n.result()->type().dtype)) return Status::ok();
       int64_t taps = c.c / c.groups * c.kh * c.kw, pixels = c.oh * c.ow;
       DType dt = n.result()->type().dtype == DType::F64 ? DType::F64 : DType::F32;
       PlanBuffer ws = buffer(s.name + ".workspace", TensorType(dt, {taps, pixels}), BufferKind::Temp);
       ws.workspace = true;
-      s.conv.workspace = add(std::move(ws));
+      s.conv().workspace = add(std::move(ws));
       return Status::ok();
     }
-    s.kind = StepKind::Gemm;
-    KF_ASSIGN_OR_RETURN(s.gemm, gemmSpec(n, operands[0], operands[1], out));
+    KF_ASSIGN_OR_RETURN(s.body, gemmSpec(n, operands[0], operands[1], out));
     return Status::ok();
   }
 

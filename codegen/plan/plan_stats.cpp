@@ -27,27 +27,27 @@ PlanStats planStats(const Plan& p) {
         b = p.buffers[static_cast<size_t>(b)].aliasOf;
       touched.insert(b);
     };
-    switch (step.kind) {
+    switch (step.kind()) {
       case StepKind::Kernels:
         ++s.kernelLaunches;
         break;
       case StepKind::Gemm:
         ++s.libraryCalls;
-        touch(step.gemm.a);
-        touch(step.gemm.b);
+        touch(step.gemm().a);
+        touch(step.gemm().b);
         // A GEMM with an epilogue hands its result to the epilogue in cache
         // line-sized pieces on a GPU, but on the CPU it is written and read.
-        touch(step.gemm.c);
+        touch(step.gemm().c);
         break;
       case StepKind::Conv:
         ++s.libraryCalls;
-        for (int b : {step.conv.x, step.conv.w, step.conv.bias, step.conv.y})
+        for (int b : {step.conv().x, step.conv().w, step.conv().bias, step.conv().y})
           if (b >= 0) touch(b);
         break;
       case StepKind::Reference:
         ++s.referenceOps;
-        for (int b : step.inputs) touch(b);
-        for (int b : step.outputs) touch(b);
+        for (int b : step.reference().inputs) touch(b);
+        for (int b : step.reference().outputs) touch(b);
         break;
     }
     for (const std::vector<int>& buffers : step.kernelBuffers)

@@ -82,7 +82,7 @@ ojson writeConv(const ConvSpec& c) {
 
 ojson writeStep(const Step& s) {
   ojson o{{"name", s.name},
-          {"kind", nameOf(s.kind, kStepKinds)},
+          {"kind", nameOf(s.kind(), kStepKinds)},
           {"phase", std::string(phaseName(s.phase))},
           {"ops", s.ops}};
   ojson kernels = ojson::array();
@@ -90,17 +90,17 @@ ojson writeStep(const Step& s) {
     kernels.push_back(
         {{"kernel", s.kernels[k]}, {"buffers", k < s.kernelBuffers.size() ? s.kernelBuffers[k] : std::vector<int>{}}});
   o["kernels"] = std::move(kernels);
-  switch (s.kind) {
+  switch (s.kind()) {
     case StepKind::Kernels: break;
-    case StepKind::Gemm: o["gemm"] = writeGemm(s.gemm); break;
-    case StepKind::Conv: o["conv"] = writeConv(s.conv); break;
+    case StepKind::Gemm: o["gemm"] = writeGemm(s.gemm()); break;
+    case StepKind::Conv: o["conv"] = writeConv(s.conv()); break;
     case StepKind::Reference: {
-      o["op"] = s.op ? s.op->name : std::string();
+      o["op"] = s.reference().op ? s.reference().op->name : std::string();
       ojson attrs = ojson::object();
-      for (const auto& [name, a] : s.attrs) attrs[name] = writeAttr(a);
+      for (const auto& [name, a] : s.reference().attrs) attrs[name] = writeAttr(a);
       o["attrs"] = std::move(attrs);
-      o["inputs"] = s.inputs;
-      o["outputs"] = s.outputs;
+      o["inputs"] = s.reference().inputs;
+      o["outputs"] = s.reference().outputs;
       break;
     }
   }
@@ -254,7 +254,7 @@ class PlanReader {
     return within(str("step ", i, " (", name, ")"), [&] {
       Step s;
       s.name = name;
-      s.kind = enumNamed<StepKind>(stringAt(o, "kind"), kStepKinds, "step kind");
+      const StepKind kind = enumNamed<StepKind>(stringAt(o, "kind"), kStepKinds, "step kind");
       s.phase = enumNamed<Phase>(stringAt(o, "phase"), 4, phaseName, "phase");
       s.ops = static_cast<size_t>(intAt(o, "ops", 0, std::numeric_limits<int32_t>::max()));
       for (const json& k : arrayAt(o, "kernels")) {
@@ -263,14 +263,14 @@ class PlanReader {
         s.kernelBuffers.push_back(kernelBuffers(k, p_.kernels[id]));
       }
       // Library calls and reference ops run at most their one epilogue.
-      size_t maxKernels = s.kind == StepKind::Kernels ? s.kernels.size() : s.kind == StepKind::Reference ? 0 : 1;
+      size_t maxKernels = kind == StepKind::Kernels ? s.kernels.size() : kind == StepKind::Reference ? 0 : 1;
       if (s.kernels.size() > maxKernels)
-        fail(str("a ", kStepKinds[static_cast<size_t>(s.kind)], " step runs ", s.kernels.size(), " kernels"));
-      switch (s.kind) {
-        case StepKind::Kernels: break;
-        case StepKind::Gemm: s.gemm = readGemm(at(o, "gemm")); break;
-        case StepKind::Conv: s.conv = readConv(at(o, "conv")); break;
-        case StepKind::Reference: readReference(o, s); break;
+        fail(str("a ", kStepKinds[static_cast<size_t>(kind)], " step runs ", s.kernels.size(), " kernels"));
+      switch (kind) {
+        case StepKind::Kernels: s.body = KernelBundle{}; break;
+        case StepKind::Gemm: s.body = readGemm(at(o, "gemm")); break;
+        case StepKind::Conv: s.body = readConv(at(o, "conv")); break;
+        case StepKind::Reference: s.body = readReference(o); break;
       }
       return s;
     });
@@ -387,33 +387,35 @@ class PlanReader {
     });
   }
 
-  void readReference(const json& o, Step& s) const {
+  ReferenceOp readReference(const json& o) const {
+    ReferenceOp r;
     std::string opName = stringAt(o, "op");
-    s.op = OpRegistry::global().find(opName);
-    if (!s.op) fail(str("unknown op '", opName, "'"));
+    r.op = OpRegistry::global().find(opName);
+    if (!r.op) fail(str("unknown op '", opName, "'"));
     // A body graph does not travel in a plan.
-    if (s.op->hasBody) fail(str("op '", opName, "' needs a body"));
+    if (r.op->hasBody) fail(str("op '", opName, "' needs a body"));
     const json& attrs = at(o, "attrs");
     if (!attrs.is_object()) fail("field 'attrs' must be an object");
     AttrMap given;
     for (auto it = attrs.begin(); it != attrs.end(); ++it)
       given.emplace(it.key(), within(str("attribute '", it.key(), "'"), [&] { return readAttr(it.value()); }));
-    auto full = completeAttrs(*s.op, std::move(given));
+    auto full = completeAttrs(*r.op, std::move(given));
     if (!full) fail(full.error().message());
-    s.attrs = std::move(*full);
-    s.inputs = buffersAt(o, "inputs", "input buffer");
-    s.outputs = buffersAt(o, "outputs", "output buffer");
+    r.attrs = std::move(*full);
+    r.inputs = buffersAt(o, "inputs", "input buffer");
+    r.outputs = buffersAt(o, "outputs", "output buffer");
     // The reference implementation writes results of the inferred types.
     std::vector<TensorType> in;
-    for (int b : s.inputs) in.push_back(typeOf(b));
-    auto types = inferResultTypes(*s.op, s.attrs, in);
+    for (int b : r.inputs) in.push_back(typeOf(b));
+    auto types = inferResultTypes(*r.op, r.attrs, in);
     if (!types) fail(types.error().message());
-    if (types->size() != s.outputs.size())
-      fail(str("op '", opName, "' has ", types->size(), " results, the step ", s.outputs.size(), " outputs"));
-    for (size_t r = 0; r < types->size(); ++r)
-      if (!((*types)[r] == typeOf(s.outputs[r])))
-        fail(str("result ", r, " of op '", opName, "' is ", formatType((*types)[r]), ", output b", s.outputs[r], " is ",
-                 formatType(typeOf(s.outputs[r]))));
+    if (types->size() != r.outputs.size())
+      fail(str("op '", opName, "' has ", types->size(), " results, the step ", r.outputs.size(), " outputs"));
+    for (size_t i = 0; i < types->size(); ++i)
+      if (!((*types)[i] == typeOf(r.outputs[i])))
+        fail(str("result ", i, " of op '", opName, "' is ", formatType((*types)[i]), ", output b", r.outputs[i], " is ",
+                 formatType(typeOf(r.outputs[i]))));
+    return r;
   }
 
   void readInterface() {

@@ -320,17 +320,17 @@ Status CudaRunner::runHostStep(const Step& s) {
   KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
   std::vector<Tensor> inputs;
   std::vector<TensorType> inTypes, outTypes;
-  for (int b : s.inputs) {
+  for (int b : s.reference().inputs) {
     KF_ASSIGN_OR_RETURN(Tensor t, download(b));
     inTypes.push_back(t.type());
     inputs.push_back(std::move(t));
   }
-  for (int b : s.outputs) outTypes.push_back(plan_->buffers[static_cast<size_t>(b)].type);
+  for (int b : s.reference().outputs) outTypes.push_back(plan_->buffers[static_cast<size_t>(b)].type);
   std::vector<const Tensor*> ptrs;
   for (const Tensor& t : inputs) ptrs.push_back(&t);
-  OpCall call{*s.op, s.attrs, inTypes};
-  KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.op->reference(call, ptrs, outTypes));
-  for (size_t i = 0; i < outs.size(); ++i) KF_RETURN_IF_ERROR(upload(s.outputs[i], outs[i]));
+  OpCall call{*s.reference().op, s.reference().attrs, inTypes};
+  KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.reference().op->reference(call, ptrs, outTypes));
+  for (size_t i = 0; i < outs.size(); ++i) KF_RETURN_IF_ERROR(upload(s.reference().outputs[i], outs[i]));
   return Status::ok();
 }
 

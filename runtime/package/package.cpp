@@ -267,7 +267,7 @@ Status Package::read() {
     f.plan = std::make_shared<const Plan>(std::move(*plan));
     if (Status s = checkSignature(f); !s) return fail(s.error());
     for (size_t s : f.directConvs)
-      if (s >= f.plan->steps.size() || f.plan->steps[s].kind != StepKind::Conv)
+      if (s >= f.plan->steps.size() || f.plan->steps[s].kind() != StepKind::Conv)
         return fail(Error(str("function @", f.name, ": direct convolution at step ", s, ", which is not a convolution")));
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
@@ -284,7 +284,7 @@ Status Package::read() {
       for (size_t s = 0; s < f.plan->steps.size(); ++s) {
         const Step& step = f.plan->steps[s];
         bool direct = std::find(f.directConvs.begin(), f.directConvs.end(), s) != f.directConvs.end();
-        if (step.kind == StepKind::Conv && step.conv.workspace < 0 && !direct)
+        if (step.kind() == StepKind::Conv && step.conv().workspace < 0 && !direct)
           return fail(Error(str("function @", f.name, ": convolution step ", s,
                                 " has neither an im2col workspace nor a direct convolution")));
       }

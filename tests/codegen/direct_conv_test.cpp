@@ -33,9 +33,9 @@ Expected<ConvCase> convCase(Expected<std::unique_ptr<Module>> parsed) {
   c.module = std::move(*parsed);
   KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(*c.module->functions().front()));
   for (const Step& s : plan.steps)
-    if (s.kind == StepKind::Conv) {
-      c.spec = s.conv;
-      c.dtype = plan.buffers[static_cast<size_t>(s.conv.y)].type.dtype;
+    if (s.kind() == StepKind::Conv) {
+      c.spec = s.conv();
+      c.dtype = plan.buffers[static_cast<size_t>(s.conv().y)].type.dtype;
       return c;
     }
   return Error("the plan has no convolution step");

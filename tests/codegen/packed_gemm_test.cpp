@@ -107,16 +107,16 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
   ASSERT_TRUE(plan) << plan.error().message();
   std::vector<size_t> gemms;
   for (size_t s = 0; s < plan->steps.size(); ++s)
-    if (plan->steps[s].kind == StepKind::Gemm) gemms.push_back(s);
+    if (plan->steps[s].kind() == StepKind::Gemm) gemms.push_back(s);
   ASSERT_EQ(gemms.size(), 2u);
   EXPECT_EQ(packedGemmSteps(*plan), std::vector<size_t>{gemms[0]});
   Plan large = *plan;  // B past what a block of rows streams from cache
-  large.steps[gemms[0]].gemm.k = kPackedMaxK + 1;
+  large.steps[gemms[0]].gemm().k = kPackedMaxK + 1;
   EXPECT_TRUE(packedGemmSteps(large).empty());
-  large.steps[gemms[0]].gemm.k = 1024;
-  large.steps[gemms[0]].gemm.n = 544;
+  large.steps[gemms[0]].gemm().k = 1024;
+  large.steps[gemms[0]].gemm().n = 544;
   EXPECT_TRUE(packedGemmSteps(large).empty());
-  plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm.c);
+  plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm().c);
   EXPECT_TRUE(packedGemmSteps(*plan).empty());
 }
 
@@ -157,7 +157,7 @@ std::vector<std::string> verdicts(const Module& m) {
   EXPECT_TRUE(plan) << plan.error().message();
   std::vector<std::string> out;
   for (size_t s = 0; plan && s < plan->steps.size(); ++s) {
-    if (plan->steps[s].kind != StepKind::Gemm) continue;
+    if (plan->steps[s].kind() != StepKind::Gemm) continue;
     auto e = packedEpilogue(*plan, s);
     out.push_back(e ? "" : e.error().message());
   }

@@ -67,7 +67,6 @@ Plan multiTensorPlan(int n) {
   Plan p;
   p.function = "update";
   Step s;
-  s.kind = StepKind::Kernels;
   s.name = "fused_update";
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < 2; ++j) {

@@ -31,14 +31,14 @@ Plan lifetimePlan(const std::vector<std::pair<int, int>>& lifetimes, const std::
   int steps = 0;
   for (auto [first, last] : lifetimes) steps = std::max(steps, last + 1);
   p.steps.resize(static_cast<size_t>(steps));
-  for (Step& s : p.steps) s.kind = StepKind::Reference;
+  for (Step& s : p.steps) s.body = ReferenceOp{};
   for (size_t i = 0; i < lifetimes.size(); ++i) {
     PlanBuffer b;
     b.name = str("%t", i);
     b.type = TensorType(DType::F32, {elements[i]});
     p.buffers.push_back(b);
     for (int s = lifetimes[i].first; s <= lifetimes[i].second; ++s)
-      p.steps[static_cast<size_t>(s)].outputs.push_back(static_cast<int>(i));
+      p.steps[static_cast<size_t>(s)].reference().outputs.push_back(static_cast<int>(i));
   }
   return p;
 }
@@ -317,10 +317,11 @@ TEST(MemoryReport, CnnTrainingAndInferencePeakIsWhatTheRunnerAllocates) {
   ConvWorkspacePolicy im2col = *policy;
   uint64_t patches = 0;
   for (const Step& s : t->trainPlan()->steps) {
-    if (s.kind != StepKind::Conv) continue;
-    bool wanted = !im2col || im2col(s.conv, DType::F32);
-    EXPECT_EQ(s.conv.workspace >= 0, wanted) << s.name;
-    if (wanted) patches += static_cast<uint64_t>(s.conv.c / s.conv.groups * s.conv.kh * s.conv.kw * s.conv.oh * s.conv.ow) * 4u;
+    if (s.kind() != StepKind::Conv) continue;
+    bool wanted = !im2col || im2col(s.conv(), DType::F32);
+    EXPECT_EQ(s.conv().workspace >= 0, wanted) << s.name;
+    const ConvSpec& c = s.conv();
+    if (wanted) patches += static_cast<uint64_t>(c.c / c.groups * c.kh * c.kw * c.oh * c.ow) * 4u;
   }
   EXPECT_GE(r.workspace, patches);
   EXPECT_EQ(r.workspace == 0, patches == 0);

@@ -150,8 +150,10 @@ TEST_P(OpCasePlanTest, RoundTripsAndRunsIdentically) {
   EXPECT_LT(depth, 64);
   EXPECT_LT(tree, 1 << 14);
   const char* kinds[] = {"kernels", "gemm", "conv", "reference"};
-  for (const Step& s : plan->steps)
-    ++stepCounts()[s.kind == StepKind::Reference ? "reference " + s.op->name : kinds[static_cast<int>(s.kind)]];
+  for (const Step& s : plan->steps) {
+    const bool reference = s.kind() == StepKind::Reference;
+    ++stepCounts()[reference ? "reference " + s.reference().op->name : kinds[static_cast<int>(s.kind())]];
+  }
   expectSameRun(*plan, parsed, **module, args);
 }
 
@@ -237,15 +239,15 @@ PlanBuffer buffer(std::string name, TensorType type, BufferKind kind, int64_t of
 
 Step reference(const std::string& op, AttrMap attrs, std::vector<int> inputs, std::vector<int> outputs) {
   Step s;
-  s.kind = StepKind::Reference;
+  s.body = ReferenceOp{};
   s.name = op;
-  s.op = OpRegistry::global().find(op);
-  EXPECT_NE(s.op, nullptr) << op;
-  auto full = completeAttrs(*s.op, std::move(attrs));
+  s.reference().op = OpRegistry::global().find(op);
+  EXPECT_NE(s.reference().op, nullptr) << op;
+  auto full = completeAttrs(*s.reference().op, std::move(attrs));
   EXPECT_TRUE(full) << full.error().message();
-  s.attrs = *full;
-  s.inputs = std::move(inputs);
-  s.outputs = std::move(outputs);
+  s.reference().attrs = *full;
+  s.reference().inputs = std::move(inputs);
+  s.reference().outputs = std::move(outputs);
   return s;
 }
 
@@ -285,13 +287,15 @@ TEST(PlanIo, ReferenceStepsKeepTheirAttributesExactly) {
   Plan parsed = roundTrip(p, &text);
   ASSERT_FALSE(HasFailure()) << text;
   ASSERT_EQ(parsed.steps.size(), 4u);
-  EXPECT_TRUE(parsed.steps[0].attrs.at("value").asTensor().identical(p.steps[0].attrs.at("value").asTensor()));
+  EXPECT_TRUE(parsed.steps[0].reference().attrs.at("value").asTensor().identical(
+      p.steps[0].reference().attrs.at("value").asTensor()));
   auto bits = [](double d) { return std::bit_cast<uint64_t>(d); };
-  EXPECT_EQ(bits(parsed.steps[1].attrs.at("min").asFloat()), bits(-0.0));
-  EXPECT_EQ(bits(parsed.steps[1].attrs.at("max").asFloat()), bits(nanWithPayload()));
-  EXPECT_EQ(bits(parsed.steps[2].attrs.at("alpha").asFloat()), bits(5e-324));
+  EXPECT_EQ(bits(parsed.steps[1].reference().attrs.at("min").asFloat()), bits(-0.0));
+  EXPECT_EQ(bits(parsed.steps[1].reference().attrs.at("max").asFloat()), bits(nanWithPayload()));
+  EXPECT_EQ(bits(parsed.steps[2].reference().attrs.at("alpha").asFloat()), bits(5e-324));
   EXPECT_NE(text.find("\"nan:0xfff8000000000123\""), std::string::npos) << text;
-  EXPECT_TRUE(parsed.steps[3].attrs.at("value").asTensor().identical(p.steps[3].attrs.at("value").asTensor()));
+  EXPECT_TRUE(parsed.steps[3].reference().attrs.at("value").asTensor().identical(
+      p.steps[3].reference().attrs.at("value").asTensor()));
   Module m("refs");
   Tensor x = Tensor::fromDoubles(TensorType(DType::F32, {5}), {-2, -0.5, 0, 3, 1e30});
   expectSameRun(p, parsed, m, {x});

@@ -166,7 +166,7 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   ASSERT_TRUE(pkg) << pkg.error().message();
   const PackageFunction& f = (*pkg)->functions().front();
   ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
-  EXPECT_EQ(f.plan->steps[0].conv.workspace, -1);
+  EXPECT_EQ(f.plan->steps[0].conv().workspace, -1);
 
   auto module = convModule();
   Tensor x(f.inputs[0].type);

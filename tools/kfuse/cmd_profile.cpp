@@ -205,7 +205,7 @@ nlohmann::json toJson(const ProfileArgs& a, const Report& r) {
   for (const Row& row : r.rows)
     steps.push_back({{"index", row.index},
                      {"name", row.step->name},
-                     {"kind", std::string(kindName(row.step->kind))},
+                     {"kind", std::string(kindName(row.step->kind()))},
                      {"phase", std::string(phaseName(row.step->phase))},
                      {"mean_us", row.us},
                      {"share_percent", row.share}});
@@ -236,7 +236,7 @@ void printTable(const ProfileArgs& a, const Report& r) {
   for (const Row& row : r.rows) {
     std::cout << std::right << std::setw(5) << row.index << "  " << std::left;
     if (a.train) std::cout << std::setw(11) << phaseName(row.step->phase);
-    std::cout << std::setw(11) << kindName(row.step->kind) << std::setw(static_cast<int>(width) + 2) << row.step->name
+    std::cout << std::setw(11) << kindName(row.step->kind()) << std::setw(static_cast<int>(width) + 2) << row.step->name
               << std::right << std::setw(12) << row.us << std::setw(7) << std::setprecision(1) << row.share << "%"
               << std::setprecision(2) << "\n";
   }
