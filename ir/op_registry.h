@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
-#include "ir/grad_builder.h"
+#include "ir/graph.h"
 #include "ir/row_kernel.h"
 #include "ir/scalar_expr.h"
 #include "ir/support/expected.h"
@@ -117,9 +117,7 @@ struct OpDef {
   RowFn row;
   // For injective ops: operand 0's index as an affine map of the result's.
   AffineFn affine;
-  // Reverse-mode gradient rule; unset for ops that are not differentiable
-  // (comparisons, argmax, shape_of, integer-only ops).
-  GradFn grad;
+  // (Gradient rules are the compiler's: passes/gradients/rules.h.)
   // The op carries a body graph (fused): inference and the reference read it.
   bool hasBody = false;
   // The results depend only on the operands' types, never their values

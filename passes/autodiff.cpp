@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "ir/builder.h"
-#include "ir/grad_builder.h"
+#include "passes/gradients/rules.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
@@ -85,11 +85,12 @@ class Differentiator {
       any |= dys.back() != nullptr;
     }
     if (!any) return Status::ok();
-    if (!n.op().grad) return failAt(n, str("op '", n.opName(), "' has no gradient rule, but it lies between the "
-                                           "differentiated values and the loss"));
+    const GradFn* rule = GradientRules::global().find(n.op());
+    if (!rule) return failAt(n, str("op '", n.opName(), "' has no gradient rule, but it lies between the "
+                                    "differentiated values and the loss"));
     GradBuilder b(g_);
     b.setProvenance(n);
-    std::vector<Value*> dxs = n.op().grad(b, n, dys);
+    std::vector<Value*> dxs = (*rule)(b, n, dys);
     if (b.failed()) return failAt(n, str("gradient rule failed: ", b.error()));
     if (dxs.size() != n.numOperands())
       return failAt(n, str("internal error: gradient rule returned ", dxs.size(), " gradients for ", n.numOperands(),

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "ir/builder.h"
-#include "ir/grad_builder.h"
+#include "passes/gradients/grad_builder.h"
 #include "ir/support/strings.h"
 #include "ir/value_names.h"
 #include "passes/autodiff.h"

@@ -86,76 +86,27 @@ Scalar clipBound(double v, const Scalar& x) {
   return constLike(v, x);
 }
 
-// ---- gradient shorthands: x = operand 0, y = the result, dy = its gradient.
-using Grads = std::vector<Value*>;
-using Dys = std::span<Value* const>;
-Value* x0(const Node& n) { return n.operand(0); }
-Value* y0(const Node& n) { return n.result(); }
-Value* mul(GradBuilder& b, Value* a, Value* c) { return b.op("mul", {a, c}); }
-Value* div(GradBuilder& b, Value* a, Value* c) { return b.op("div", {a, c}); }
-Value* neg(GradBuilder& b, Value* a) { return b.op("neg", {a}); }
-Value* scaled(GradBuilder& b, Value* a, double k) { return mul(b, a, b.scalarLike(k, a)); }
-Value* zero(GradBuilder& b, Value* like) { return b.scalarLike(0, like); }
-Value* whereOp(GradBuilder& b, Value* c, Value* t, Value* f) { return b.op("where", {c, t, f}); }
-Value* greaterThan(GradBuilder& b, Value* a, double k) { return b.op("greater", {a, b.scalarLike(k, a)}); }
-Value* lessThan(GradBuilder& b, Value* a, double k) { return b.op("less", {a, b.scalarLike(k, a)}); }
-// dy times f(x, y), for unary ops whose derivative is a product.
-GradFn unaryGrad(Value* (*derivative)(GradBuilder&, const Node&)) {
-  return [derivative](GradBuilder& b, const Node& n, Dys dy) -> Grads { return {mul(b, dy[0], derivative(b, n))}; };
-}
-// Gradient of a broadcasting binary op: each operand's share, summed back to
-// its shape.
-GradFn binaryGrad(Value* (*da)(GradBuilder&, const Node&, Value*), Value* (*db)(GradBuilder&, const Node&, Value*)) {
-  return [da, db](GradBuilder& b, const Node& n, Dys dy) -> Grads {
-    return {b.sumToShape(da(b, n, dy[0]), n.operand(0)->type().shape),
-            b.sumToShape(db(b, n, dy[0]), n.operand(1)->type().shape)};
-  };
-}
-// Ops whose derivative is zero almost everywhere (sign, floor, ceil): no
-// gradient flows, as zero.
-Grads noGrad(GradBuilder&, const Node& n, Dys) { return Grads(n.numOperands(), nullptr); }
-
 void registerUnary(OpRegistry& r) {
-  unary(r, "identity", "y = x", Domain::Any, [](const OpCall&, const Scalar& x) { return x; }).grad =
-      [](GradBuilder&, const Node&, Dys dy) -> Grads { return {dy[0]}; };
-  unary(r, "neg", "y = -x", Domain::Numeric, [](const OpCall&, const Scalar& x) { return -x; }).grad =
-      [](GradBuilder& b, const Node&, Dys dy) -> Grads { return {neg(b, dy[0])}; };
-  unary(r, "abs", "y = |x|", Domain::Numeric, [](const OpCall&, const Scalar& x) { return abs(x); }).grad =
-      unaryGrad([](GradBuilder& b, const Node& n) { return b.op("sign", {x0(n)}); });
-  unary(r, "exp", "y = e^x", Domain::Float, [](const OpCall&, const Scalar& x) { return exp(x); }).grad =
-      unaryGrad([](GradBuilder&, const Node& n) { return y0(n); });
-  unary(r, "log", "natural logarithm", Domain::Float, [](const OpCall&, const Scalar& x) { return log(x); }).grad =
-      [](GradBuilder& b, const Node& n, Dys dy) -> Grads { return {div(b, dy[0], x0(n))}; };
-  unary(r, "sqrt", "square root", Domain::Float, [](const OpCall&, const Scalar& x) { return sqrt(x); }).grad =
-      [](GradBuilder& b, const Node& n, Dys dy) -> Grads { return {div(b, dy[0], scaled(b, y0(n), 2))}; };
-  unary(r, "rsqrt", "y = 1 / sqrt(x)", Domain::Float, [](const OpCall&, const Scalar& x) { return rsqrt(x); }).grad =
-      unaryGrad([](GradBuilder& b, const Node& n) {  // -y^3 / 2
-        return scaled(b, mul(b, y0(n), mul(b, y0(n), y0(n))), -0.5);
-      });
-  unary(r, "reciprocal", "y = 1 / x", Domain::Float, [](const OpCall&, const Scalar& x) { return 1.0 / x; }).grad =
-      unaryGrad([](GradBuilder& b, const Node& n) { return neg(b, mul(b, y0(n), y0(n))); });
-  unary(r, "tanh", "hyperbolic tangent", Domain::Float, [](const OpCall&, const Scalar& x) { return tanh(x); }).grad =
-      [](GradBuilder& b, const Node& n, Dys dy) -> Grads { return {b.op("tanh_grad", {dy[0], y0(n)})}; };
+  unary(r, "identity", "y = x", Domain::Any, [](const OpCall&, const Scalar& x) { return x; });
+  unary(r, "neg", "y = -x", Domain::Numeric, [](const OpCall&, const Scalar& x) { return -x; });
+  unary(r, "abs", "y = |x|", Domain::Numeric, [](const OpCall&, const Scalar& x) { return abs(x); });
+  unary(r, "exp", "y = e^x", Domain::Float, [](const OpCall&, const Scalar& x) { return exp(x); });
+  unary(r, "log", "natural logarithm", Domain::Float, [](const OpCall&, const Scalar& x) { return log(x); });
+  unary(r, "sqrt", "square root", Domain::Float, [](const OpCall&, const Scalar& x) { return sqrt(x); });
+  unary(r, "rsqrt", "y = 1 / sqrt(x)", Domain::Float, [](const OpCall&, const Scalar& x) { return rsqrt(x); });
+  unary(r, "reciprocal", "y = 1 / x", Domain::Float, [](const OpCall&, const Scalar& x) { return 1.0 / x; });
+  unary(r, "tanh", "hyperbolic tangent", Domain::Float, [](const OpCall&, const Scalar& x) { return tanh(x); });
   unary(r, "sigmoid", "y = 1 / (1 + e^-x)", Domain::Float,
-        [](const OpCall&, const Scalar& x) { return 1.0 / (1.0 + exp(-x)); })
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads { return {b.op("sigmoid_grad", {dy[0], y0(n)})}; };
-  unary(r, "relu", "y = max(x, 0)", Domain::Numeric, [](const OpCall&, const Scalar& x) { return max(x, 0.0); })
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads { return {b.op("relu_grad", {dy[0], x0(n)})}; };
+        [](const OpCall&, const Scalar& x) { return 1.0 / (1.0 + exp(-x)); });
+  unary(r, "relu", "y = max(x, 0)", Domain::Numeric, [](const OpCall&, const Scalar& x) { return max(x, 0.0); });
   unary(
       r, "leaky_relu", "y = x if x > 0 else alpha * x", Domain::Float,
       [](const OpCall& c, const Scalar& x) { return select(x > 0.0, x, c.getFloat("alpha") * x); },
-      {{"alpha", AttrKind::Float, Attribute(0.01)}})
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {
-    return {whereOp(b, greaterThan(b, x0(n), 0), dy[0], scaled(b, dy[0], n.attr("alpha").asFloat()))};
-  };
+      {{"alpha", AttrKind::Float, Attribute(0.01)}});
   unary(
       r, "elu", "y = x if x > 0 else alpha * (e^x - 1)", Domain::Float,
       [](const OpCall& c, const Scalar& x) { return select(x > 0.0, x, c.getFloat("alpha") * expm1(x)); },
-      {{"alpha", AttrKind::Float, Attribute(1.0)}})
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {  // for x <= 0: dy * (y + alpha)
-    Value* alpha = b.scalarLike(n.attr("alpha").asFloat(), y0(n));
-    return {whereOp(b, greaterThan(b, x0(n), 0), dy[0], mul(b, dy[0], b.op("add", {y0(n), alpha})))};
-  };
+      {{"alpha", AttrKind::Float, Attribute(1.0)}});
   unary(
       r, "gelu", "Gaussian error linear unit; approximate = \"none\" (erf form) or \"tanh\"", Domain::Float,
       [](const OpCall& c, const Scalar& x) {
@@ -165,14 +116,8 @@ void registerUnary(OpRegistry& r) {
         }
         return 0.5 * x * (1.0 + erf(x * std::numbers::sqrt2 / 2.0));
       },
-      {{"approximate", AttrKind::String, Attribute("none")}})
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {
-    return {b.op("gelu_grad", {dy[0], x0(n)}, {{"approximate", n.attr("approximate")}})};
-  };
-  unary(r, "erf", "Gauss error function", Domain::Float, [](const OpCall&, const Scalar& x) { return erf(x); }).grad =
-      unaryGrad([](GradBuilder& b, const Node& n) {  // 2/sqrt(pi) * exp(-x^2)
-        return scaled(b, b.op("exp", {neg(b, mul(b, x0(n), x0(n)))}), 2.0 / std::sqrt(std::numbers::pi));
-      });
+      {{"approximate", AttrKind::String, Attribute("none")}});
+  unary(r, "erf", "Gauss error function", Domain::Float, [](const OpCall&, const Scalar& x) { return erf(x); });
   unary(
       r, "softplus", "y = log(1 + e^(beta x)) / beta, or x where beta x > threshold", Domain::Float,
       [](const OpCall& c, const Scalar& x) {
@@ -180,82 +125,34 @@ void registerUnary(OpRegistry& r) {
         Scalar bx = beta * x;
         return select(bx > c.getFloat("threshold"), x, log1p(exp(bx)) / beta);
       },
-      {{"beta", AttrKind::Float, Attribute(1.0)}, {"threshold", AttrKind::Float, Attribute(20.0)}})
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {  // dy * sigmoid(beta x) below the threshold
-    Value* bx = scaled(b, x0(n), n.attr("beta").asFloat());
-    Value* linear = greaterThan(b, bx, n.attr("threshold").asFloat());
-    return {whereOp(b, linear, dy[0], mul(b, dy[0], b.op("sigmoid", {bx})))};
-  };
-  unary(r, "sin", "sine", Domain::Float, [](const OpCall&, const Scalar& x) { return sin(x); }).grad =
-      unaryGrad([](GradBuilder& b, const Node& n) { return b.op("cos", {x0(n)}); });
-  unary(r, "cos", "cosine", Domain::Float, [](const OpCall&, const Scalar& x) { return cos(x); }).grad =
-      unaryGrad([](GradBuilder& b, const Node& n) { return neg(b, b.op("sin", {x0(n)})); });
+      {{"beta", AttrKind::Float, Attribute(1.0)}, {"threshold", AttrKind::Float, Attribute(20.0)}});
+  unary(r, "sin", "sine", Domain::Float, [](const OpCall&, const Scalar& x) { return sin(x); });
+  unary(r, "cos", "cosine", Domain::Float, [](const OpCall&, const Scalar& x) { return cos(x); });
   unary(r, "sign", "-1, 0 or 1 by the sign of x", Domain::Numeric, [](const OpCall&, const Scalar& x) {
     return select(x > 0.0, constLike(1, x), select(x < 0.0, constLike(-1, x), constLike(0, x)));
-  }).grad = noGrad;
-  unary(r, "floor", "round toward -inf", Domain::Float, [](const OpCall&, const Scalar& x) { return floor(x); }).grad =
-      noGrad;
-  unary(r, "ceil", "round toward +inf", Domain::Float, [](const OpCall&, const Scalar& x) { return ceil(x); }).grad =
-      noGrad;
+  });
+  unary(r, "floor", "round toward -inf", Domain::Float, [](const OpCall&, const Scalar& x) { return floor(x); });
+  unary(r, "ceil", "round toward +inf", Domain::Float, [](const OpCall&, const Scalar& x) { return ceil(x); });
   unary(
       r, "clip", "y = min(max(x, min), max)", Domain::Numeric,
       [](const OpCall& c, const Scalar& x) {
         return min(max(x, clipBound(c.getFloat("min"), x)), clipBound(c.getFloat("max"), x));
       },
       {{"min", AttrKind::Float, Attribute(-std::numeric_limits<double>::infinity())},
-       {"max", AttrKind::Float, Attribute(std::numeric_limits<double>::infinity())}})
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {  // dy where min <= x <= max (torch.clamp)
-    Value* z = zero(b, dy[0]);
-    Value* inner = whereOp(b, greaterThan(b, x0(n), n.attr("max").asFloat()), z, dy[0]);
-    return {whereOp(b, lessThan(b, x0(n), n.attr("min").asFloat()), z, inner)};
-  };
-}
-
-// Gradient of maximum/minimum with respect to `self` (the other operand is
-// `other`): dy where self wins, half of dy on ties (as torch does).
-Value* extremumShare(GradBuilder& b, const Node& n, Value* dy, bool selfFirst, const char* wins) {
-  Value* self = n.operand(selfFirst ? 0 : 1);
-  Value* other = n.operand(selfFirst ? 1 : 0);
-  Value* z = zero(b, dy);
-  Value* tie = whereOp(b, b.op("equal", {self, other}), scaled(b, dy, 0.5), z);
-  return whereOp(b, b.op(wins, {self, other}), dy, tie);
+       {"max", AttrKind::Float, Attribute(std::numeric_limits<double>::infinity())}});
 }
 
 void registerBinary(OpRegistry& r) {
-  binary(r, "add", "a + b", Domain::Numeric, false, [](const Scalar& a, const Scalar& b) { return a + b; }).grad =
-      binaryGrad([](GradBuilder&, const Node&, Value* dy) { return dy; },
-                 [](GradBuilder&, const Node&, Value* dy) { return dy; });
-  binary(r, "sub", "a - b", Domain::Numeric, false, [](const Scalar& a, const Scalar& b) { return a - b; }).grad =
-      binaryGrad([](GradBuilder&, const Node&, Value* dy) { return dy; },
-                 [](GradBuilder& b, const Node&, Value* dy) { return neg(b, dy); });
-  binary(r, "mul", "a * b", Domain::Numeric, false, [](const Scalar& a, const Scalar& b) { return a * b; }).grad =
-      binaryGrad([](GradBuilder& b, const Node& n, Value* dy) { return mul(b, dy, n.operand(1)); },
-                 [](GradBuilder& b, const Node& n, Value* dy) { return mul(b, dy, n.operand(0)); });
+  binary(r, "add", "a + b", Domain::Numeric, false, [](const Scalar& a, const Scalar& b) { return a + b; });
+  binary(r, "sub", "a - b", Domain::Numeric, false, [](const Scalar& a, const Scalar& b) { return a - b; });
+  binary(r, "mul", "a * b", Domain::Numeric, false, [](const Scalar& a, const Scalar& b) { return a * b; });
   binary(r, "div", "a / b (integers truncate toward zero)", Domain::Numeric, false,
-         [](const Scalar& a, const Scalar& b) { return a / b; })
-      .grad = binaryGrad([](GradBuilder& b, const Node& n, Value* dy) { return div(b, dy, n.operand(1)); },
-                         [](GradBuilder& b, const Node& n, Value* dy) {  // -dy * y / b
-                           return neg(b, div(b, mul(b, dy, y0(n)), n.operand(1)));
-                         });
-  binary(r, "pow", "a ^ b", Domain::Float, false, [](const Scalar& a, const Scalar& b) { return pow(a, b); }).grad =
-      binaryGrad(
-          [](GradBuilder& b, const Node& n, Value* dy) {  // dy * b * a^(b-1)
-            Value* bm1 = b.op("sub", {n.operand(1), b.scalarLike(1, n.operand(1))});
-            return mul(b, dy, mul(b, n.operand(1), b.op("pow", {n.operand(0), bm1})));
-          },
-          [](GradBuilder& b, const Node& n, Value* dy) {  // dy * y * log(a)
-            return mul(b, dy, mul(b, y0(n), b.op("log", {n.operand(0)})));
-          });
+         [](const Scalar& a, const Scalar& b) { return a / b; });
+  binary(r, "pow", "a ^ b", Domain::Float, false, [](const Scalar& a, const Scalar& b) { return pow(a, b); });
   binary(r, "maximum", "max(a, b), NaN-propagating", Domain::Numeric, false,
-         [](const Scalar& a, const Scalar& b) { return max(a, b); })
-      .grad = binaryGrad(
-      [](GradBuilder& b, const Node& n, Value* dy) { return extremumShare(b, n, dy, true, "greater"); },
-      [](GradBuilder& b, const Node& n, Value* dy) { return extremumShare(b, n, dy, false, "greater"); });
+         [](const Scalar& a, const Scalar& b) { return max(a, b); });
   binary(r, "minimum", "min(a, b), NaN-propagating", Domain::Numeric, false,
-         [](const Scalar& a, const Scalar& b) { return min(a, b); })
-      .grad = binaryGrad(
-      [](GradBuilder& b, const Node& n, Value* dy) { return extremumShare(b, n, dy, true, "less"); },
-      [](GradBuilder& b, const Node& n, Value* dy) { return extremumShare(b, n, dy, false, "less"); });
+         [](const Scalar& a, const Scalar& b) { return min(a, b); });
   binary(r, "equal", "a == b", Domain::Any, true, [](const Scalar& a, const Scalar& b) { return equal(a, b); });
   binary(r, "less", "a < b", Domain::Numeric, true, [](const Scalar& a, const Scalar& b) { return a < b; });
   binary(r, "greater", "a > b", Domain::Numeric, true, [](const Scalar& a, const Scalar& b) { return a > b; });
@@ -274,12 +171,7 @@ void registerOthers(OpRegistry& r) {
            },
            [](const OpCall& c, std::span<const Scalar> in) {
              return ScalarList{cast(in[0], *parseDType(c.getString("to")))};
-           }))
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {  // only between floating-point types
-    DType from = x0(n)->type().dtype;
-    if (!isFloat(from)) return {nullptr};
-    return {b.op("cast", {dy[0]}, {{"to", Attribute(std::string(dtypeName(from)))}})};
-  };
+           }));
   r.add(elementwise(
            "where", "cond ? a : b, broadcasting all three", 3, FusionClass::Broadcast, {},
            [](const OpCall& c) -> Expected<std::vector<TensorType>> {
@@ -288,12 +180,7 @@ void registerOthers(OpRegistry& r) {
              KF_ASSIGN_OR_RETURN(auto t, broadcastResult(c, c.inputs[1].dtype));
              return one(t);
            },
-           [](const OpCall&, std::span<const Scalar> in) { return ScalarList{select(in[0], in[1], in[2])}; }))
-      .grad = [](GradBuilder& b, const Node& n, Dys dy) -> Grads {
-    Value* z = zero(b, dy[0]);
-    return {nullptr, b.sumToShape(whereOp(b, n.operand(0), dy[0], z), n.operand(1)->type().shape),
-            b.sumToShape(whereOp(b, n.operand(0), z, dy[0]), n.operand(2)->type().shape)};
-  };
+           [](const OpCall&, std::span<const Scalar> in) { return ScalarList{select(in[0], in[1], in[2])}; }));
 }
 
 // Gradient-only ops: the backward of an activation as one elementwise op

@@ -1,9 +1,8 @@
-// Helpers shared by the gradient rules and gradient-only ops of the nn
-// families (linalg, pool, norm, loss): operand checks for the gradient-only
-// ops and layout bookkeeping for the rules.
+// Helpers of the gradient-only ops of the nn families (linalg, pool, norm,
+// loss): operand checks. (The rules that emit these ops:
+// passes/gradients/.)
 #pragma once
 
-#include "ir/grad_builder.h"
 #include "ir/ops/op_helpers.h"
 
 namespace kfuse::ops {
@@ -22,8 +21,5 @@ inline Expected<Shape> shapeAttr(const OpCall& c, std::string_view name, size_t 
   KF_RETURN_IF_ERROR(checkShapeBounds(v, str("attribute ", name, " =")));
   return v;
 }
-
-// v with layout tag `layout` (same shape, no data movement).
-inline Value* withLayout(GradBuilder& b, Value* v, Layout layout) { return b.withLayout(v, layout); }
 
 }  // namespace kfuse::ops

@@ -157,10 +157,6 @@ void registerCrossEntropyGrad(OpRegistry& r) {
   r.add(std::move(d));
 }
 
-std::vector<Value*> crossEntropyGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  return {b.op("cross_entropy_grad", {dys[0], n.operand(0), n.operand(1)}, n.attrs()), nullptr};
-}
-
 void registerCrossEntropy(OpRegistry& r) {
   OpDef d;
   d.name = "cross_entropy";
@@ -199,19 +195,7 @@ void registerCrossEntropy(OpRegistry& r) {
     }
     return std::vector<Tensor>{Tensor::fromDoubles(out[0], {reduce(c, sum, count)})};
   };
-  d.grad = crossEntropyGrad;
   r.add(std::move(d));
-}
-
-// d loss / da = dloss * 2 (a - b) / count (count = 1 for "sum"), and
-// d loss / db = -d loss / da. a and b may differ in layout tag (one plain),
-// so each gradient gets its operand's tag.
-std::vector<Value*> mseGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  Value *a = n.operand(0), *bv = n.operand(1);
-  double count = n.attr("reduction").asString() == "mean" ? static_cast<double>(a->type().numElements()) : 1.0;
-  Value* scale = b.op("mul", {dys[0], b.scalarLike(2.0 / count, dys[0])});
-  Value* da = b.op("mul", {b.op("sub", {a, bv}), scale});
-  return {ops::withLayout(b, da, a->type().layout), ops::withLayout(b, b.op("neg", {da}), bv->type().layout)};
 }
 
 void registerMseLoss(OpRegistry& r) {
@@ -256,7 +240,6 @@ void registerMseLoss(OpRegistry& r) {
     }
     return std::vector<Tensor>{Tensor::fromDoubles(out[0], {reduce(c, sum, static_cast<double>(n))})};
   };
-  d.grad = mseGrad;
   r.add(std::move(d));
 }
 

@@ -10,6 +10,8 @@
 namespace kfuse {
 namespace {
 
+using ops::channelAxisOf;
+
 using ops::one;
 
 AttrSpec epsilonAttr() { return {"epsilon", AttrKind::Float, Attribute(1e-5)}; }
@@ -22,19 +24,6 @@ Status checkEpsilon(const OpCall& c) {
   return Error(str("attribute epsilon = ", eps, " must be finite and non-negative"));
 }
 
-// The channel axis of x (named `what` in messages): the last axis when x is
-// tagged NHWC, axis 1 otherwise (plain and NCHW: [N, C, ...]).
-Expected<int64_t> channelAxisOf(const TensorType& x, std::string_view what) {
-  if (x.rank() < 2) return Error(str(what, " must have rank >= 2 (batch and channel axes), got ", formatType(x)));
-  switch (x.layout) {
-    case Layout::Plain:
-    case Layout::NCHW: return 1;
-    case Layout::NHWC: return static_cast<int64_t>(x.rank()) - 1;
-    default:
-      return Error(str(what, " has layout ", layoutName(x.layout),
-                       ", but batch norm needs an activation layout (plain, nchw or nhwc)"));
-  }
-}
 
 Expected<int64_t> channelAxis(const OpCall& c) { return channelAxisOf(c.inputs[0], "operand 0 (x)"); }
 
@@ -97,40 +86,6 @@ Tensor normalizeChannels(const Tensor& x, int64_t axis, const ChannelStats& s, c
 }
 
 // ---- batch norm gradients
-
-// A per-channel [C] value shaped to broadcast against x: C at the channel
-// axis, 1 elsewhere ([1, C, 1, 1], or [1, 1, 1, C] for NHWC).
-Value* perChannel(GradBuilder& b, Value* v, const TensorType& x, int64_t axis) {
-  Shape s(x.rank(), 1);
-  s[static_cast<size_t>(axis)] = x.shape[static_cast<size_t>(axis)];
-  return b.reshape(v, s);
-}
-
-// Every axis of x but the channel axis: the axes batch norm reduces.
-std::vector<int64_t> reducedAxes(const TensorType& x, int64_t axis) {
-  std::vector<int64_t> axes;
-  for (int64_t d = 0; d < static_cast<int64_t>(x.rank()); ++d)
-    if (d != axis) axes.push_back(d);
-  return axes;
-}
-
-Value* sumOverBatch(GradBuilder& b, Value* v, const TensorType& x, int64_t axis) {
-  return b.op("reduce_sum", {v}, {{"axes", Attribute(reducedAxes(x, axis))}});
-}
-
-// Inference form, with k = scale * rsqrt(var + eps) per channel:
-//   dx = dy * k,  dscale = sum(dy * (x - mean)) * rsqrt(var + eps),  dbias = sum(dy).
-// mean and var are buffers (running statistics): no gradient.
-std::vector<Value*> batchNormGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  Value *dy = dys[0], *x = n.operand(0), *scale = n.operand(1), *mean = n.operand(3), *var = n.operand(4);
-  const TensorType& xt = x->type();
-  int64_t axis = *channelAxisOf(xt, "x");
-  Value* invStd = b.op("rsqrt", {b.op("add", {var, b.scalarLike(n.attr("epsilon").asFloat(), var)})});
-  Value* dx = b.op("mul", {dy, perChannel(b, b.op("mul", {scale, invStd}), xt, axis)});
-  Value* centered = b.op("sub", {x, perChannel(b, mean, xt, axis)});
-  Value* dscale = b.op("mul", {sumOverBatch(b, b.op("mul", {dy, centered}), xt, axis), invStd});
-  return {dx, dscale, sumOverBatch(b, dy, xt, axis), nullptr, nullptr};
-}
 
 // batch_norm_train_grad(dy, x, scale, batch_mean, batch_var): torch's
 // training-mode backward, per channel over its M elements, with
@@ -233,43 +188,6 @@ void registerBatchNormTrainGrad(OpRegistry& r) {
   r.add(std::move(d));
 }
 
-// The batch statistics are results too, so gradients may reach them (from a
-// loss that reads them; running-statistics updates are not on the loss's
-// path). With M elements per channel: d batch_mean / dx = 1 / M, and
-// d batch_var / dx = 2 (x - batch_mean) / M (biased variance; its
-// dependence on the mean drops out since sum(x - mean) = 0).
-Value* statisticsGrad(GradBuilder& b, const Node& n, Value* dmean, Value* dvar, int64_t axis) {
-  Value* x = n.operand(0);
-  const TensorType& xt = x->type();
-  double m = static_cast<double>(xt.numElements()) / static_cast<double>(xt.shape[static_cast<size_t>(axis)]);
-  Value* total = nullptr;
-  if (dvar) {
-    Value* centered = b.op("sub", {x, perChannel(b, n.result(1), xt, axis)});
-    total = b.op("mul", {centered, perChannel(b, b.op("mul", {dvar, b.scalarLike(2.0 / m, dvar)}), xt, axis)});
-  }
-  if (dmean) {
-    Value* share = b.expandTo(perChannel(b, b.op("div", {dmean, b.scalarLike(m, dmean)}), xt, axis), xt.shape);
-    total = total ? b.op("add", {total, share}) : share;
-  }
-  return total;
-}
-
-std::vector<Value*> batchNormTrainGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  Value* x = n.operand(0);
-  int64_t axis = *channelAxisOf(x->type(), "x");
-  std::vector<Value*> grads(3, nullptr);
-  if (dys[0]) {
-    std::vector<Value*> r = b.ops("batch_norm_train_grad", {dys[0], x, n.operand(1), n.result(1), n.result(2)},
-                                  {{"epsilon", n.attr("epsilon")}});
-    if (r.size() == 3) grads = r;
-  }
-  if (dys[1] || dys[2]) {
-    Value* stats = statisticsGrad(b, n, dys[1], dys[2], axis);
-    grads[0] = ops::withLayout(b, grads[0] ? b.op("add", {grads[0], stats}) : stats, x->type().layout);
-  }
-  return grads;
-}
-
 void registerBatchNorm(OpRegistry& r) {
   OpDef d;
   d.name = "batch_norm";
@@ -296,7 +214,6 @@ void registerBatchNorm(OpRegistry& r) {
     ChannelStats s{in[3]->toDoubles(), in[4]->toDoubles()};
     return std::vector<Tensor>{normalizeChannels(*in[0], axis, s, *in[1], *in[2], c.getFloat("epsilon"), out[0])};
   };
-  d.grad = batchNormGrad;
   d.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};  // the channel axis follows x's tag
   r.add(std::move(d));
 }
@@ -335,7 +252,6 @@ void registerBatchNormTrain(OpRegistry& r) {
     res.push_back(Tensor::fromDoubles(out[2], s.var));
     return res;
   };
-  d.grad = batchNormTrainGrad;
   d.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};  // the channel axis follows x's tag
   r.add(std::move(d));
 }
@@ -431,16 +347,6 @@ void registerLayerNormGrad(OpRegistry& r) {
   r.add(std::move(d));
 }
 
-std::vector<Value*> layerNormGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  std::vector<Value*> operands = {dys[0], n.operand(0)};
-  if (n.numOperands() > 1) operands.push_back(n.operand(1));
-  std::vector<Value*> r =
-      b.ops("layer_norm_grad", operands, {{"axis", n.attr("axis")}, {"epsilon", n.attr("epsilon")}});
-  std::vector<Value*> grads(n.numOperands(), nullptr);
-  for (size_t i = 0; i < grads.size() && i < r.size(); ++i) grads[i] = r[i];
-  return grads;
-}
-
 void registerLayerNorm(OpRegistry& r) {
   OpDef d;
   d.name = "layer_norm";
@@ -508,19 +414,7 @@ void registerLayerNorm(OpRegistry& r) {
     }
     return std::vector<Tensor>{std::move(y)};
   };
-  d.grad = layerNormGrad;
   r.add(std::move(d));
-}
-
-// ---- dropout gradient: the same mask applied to dy. The mask is a pure
-// function of (seed, step, element index), so nothing is saved: dropout of
-// dy with the forward's attributes and step operand redraws it exactly.
-std::vector<Value*> dropoutGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  std::vector<Value*> operands = {dys[0]};
-  if (n.numOperands() > 1) operands.push_back(n.operand(1));
-  std::vector<Value*> grads(n.numOperands(), nullptr);
-  grads[0] = b.op("dropout", operands, n.attrs());
-  return grads;
 }
 
 void registerDropout(OpRegistry& r) {
@@ -556,7 +450,6 @@ void registerDropout(OpRegistry& r) {
     }
     return std::vector<Tensor>{std::move(y)};
   };
-  d.grad = dropoutGrad;
   r.add(std::move(d));
 }
 

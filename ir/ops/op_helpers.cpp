@@ -141,4 +141,86 @@ Expected<std::vector<Tensor>> referenceFromScalar(const OpCall& c, std::span<con
   return results;
 }
 
+// The result type when `axes` of `in` are reduced: those axes become 1
+// (keepdims) or disappear. Only keepdims keeps the axes, and so the layout.
+TensorType reducedType(const TensorType& in, const std::vector<int64_t>& axes, bool keepdims, DType dtype) {
+  Shape shape;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.rank()); ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end())
+      shape.push_back(in.shape[d]);
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  return TensorType(dtype, shape, keepdims ? in.layout : Layout::Plain);
+}
+
+// The channel axis of x (named `what` in messages): the last axis when x is
+// tagged NHWC, axis 1 otherwise (plain and NCHW: [N, C, ...]).
+Expected<int64_t> channelAxisOf(const TensorType& x, std::string_view what) {
+  if (x.rank() < 2) return Error(str(what, " must have rank >= 2 (batch and channel axes), got ", formatType(x)));
+  switch (x.layout) {
+    case Layout::Plain:
+    case Layout::NCHW: return 1;
+    case Layout::NHWC: return static_cast<int64_t>(x.rank()) - 1;
+    default:
+      return Error(str(what, " has layout ", layoutName(x.layout),
+                       ", but batch norm needs an activation layout (plain, nchw or nhwc)"));
+  }
+}
+
+
+// ONNX Slice on one axis of size d: negative starts/ends count from the end,
+// then both are clamped ([0, d] for positive steps, [0, d-1] / [-1, d-1] for
+// negative ones), so INT64_MAX and INT64_MIN mean "to the end".
+SliceAxis sliceAxis(int64_t start, int64_t end, int64_t step, int64_t d) {
+  if (start < 0) start += d;
+  if (end < 0) end += d;
+  SliceAxis a;
+  a.step = step;
+  if (step > 0) {
+    a.start = std::min(std::max(start, int64_t{0}), d);
+    end = std::min(std::max(end, int64_t{0}), d);
+    a.count = end > a.start ? 1 + (end - a.start - 1) / step : 0;
+  } else {
+    a.start = std::min(std::max(start, int64_t{0}), d - 1);
+    end = std::min(std::max(end, int64_t{-1}), d - 1);
+    // |INT64_MIN| does not fit; any magnitude above the distance gives one element.
+    int64_t mag = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+    a.count = a.start > end ? 1 + (a.start - end - 1) / mag : 0;
+  }
+  return a;
+}
+
+// Validates the attributes and resolves them to one SliceAxis per dimension
+// (untouched dimensions read everything).
+Expected<std::vector<SliceAxis>> sliceAxes(const OpCall& c) {
+  const TensorType& x = c.inputs[0];
+  auto rank = static_cast<int64_t>(x.rank());
+  const auto &starts = c.getInts("starts"), &ends = c.getInts("ends");
+  const auto &axes = c.getInts("axes"), &steps = c.getInts("steps");
+  size_t n = starts.size();
+  if (ends.size() != n)
+    return Error(str("attributes starts = ", ops::listText(starts), " and ends = ", ops::listText(ends), " differ in length"));
+  if (!axes.empty() && axes.size() != n)
+    return Error(str("attribute axes = ", ops::listText(axes), " has ", axes.size(), " entries, but starts has ", n));
+  if (!steps.empty() && steps.size() != n)
+    return Error(str("attribute steps = ", ops::listText(steps), " has ", steps.size(), " entries, but starts has ", n));
+  if (axes.empty() && static_cast<int64_t>(n) > rank)
+    return Error(str("attribute starts has ", n, " entries, more than the rank of ", formatType(x)));
+  std::vector<SliceAxis> out;
+  for (int64_t d : x.shape) out.push_back({0, 1, d});
+  std::vector<bool> seen(x.rank(), false);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t axis = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    auto norm = normalizeAxis(axis, rank);
+    if (!norm) return Error(str("attribute axes contains axis ", axis, ", out of range for rank ", rank));
+    if (seen[*norm]) return Error(str("attribute axes = ", ops::listText(axes), " repeats axis ", *norm));
+    seen[*norm] = true;
+    int64_t step = steps.empty() ? 1 : steps[i];
+    if (step == 0) return Error(str("attribute steps = ", ops::listText(steps), " contains 0; steps must be nonzero"));
+    out[*norm] = sliceAxis(starts[i], ends[i], step, x.shape[*norm]);
+  }
+  return out;
+}
+
 }  // namespace kfuse::ops

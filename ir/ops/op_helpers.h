@@ -60,4 +60,23 @@ int64_t flatOffset(const std::vector<int64_t>& idx, const Shape& shape);
 Expected<std::vector<Tensor>> referenceFromScalar(const OpCall& c, std::span<const Tensor* const> in,
                                                   std::span<const TensorType> out);
 
+// Shared by ops and their gradient rules (passes/gradients/).
+
+// The result type when `axes` of `in` are reduced: those axes become 1
+// (keepdims) or disappear. Only keepdims keeps the axes, and so the layout.
+TensorType reducedType(const TensorType& in, const std::vector<int64_t>& axes, bool keepdims, DType dtype);
+
+// The channel axis of x (named `what` in messages): the last axis when x is
+// tagged NHWC, axis 1 otherwise (plain and NCHW: [N, C, ...]).
+Expected<int64_t> channelAxisOf(const TensorType& x, std::string_view what);
+
+// What slice reads along one axis: count elements starting at start, step apart.
+struct SliceAxis {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+// slice's attributes validated and resolved to one SliceAxis per dimension
+// (untouched dimensions read everything).
+Expected<std::vector<SliceAxis>> sliceAxes(const OpCall& c);
+
 }  // namespace kfuse::ops

@@ -258,19 +258,6 @@ OpDef poolOp(std::string name, std::string summary) {
   return d;
 }
 
-// The rules hand dy to the gradient-only ops with the forward's attributes;
-// avg_pool2d_grad needs only x's shape, max_pool2d_grad x itself (to find
-// each window's maximum again rather than saving indices).
-std::vector<Value*> maxPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  return {b.op("max_pool2d_grad", {dys[0], n.operand(0)}, n.attrs())};
-}
-
-std::vector<Value*> avgPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  AttrMap attrs = n.attrs();
-  attrs["input_shape"] = Attribute(n.operand(0)->type().shape);
-  return {b.op("avg_pool2d_grad", {dys[0]}, std::move(attrs))};
-}
-
 void registerWindowPoolGrads(OpRegistry& r) {
   OpDef mg = poolOp("max_pool2d_grad",
                     "max_pool2d backward from (dy, x): each dy goes to the first maximal input element of its window "
@@ -306,7 +293,6 @@ void registerWindowPools(OpRegistry& r) {
   mp.attrs = windowAttrs(true, "");
   mp.infer = poolInfer(true);
   mp.reference = maxPoolReference;
-  mp.grad = maxPoolGrad;
   mp.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};
   r.add(std::move(mp));
 
@@ -315,7 +301,6 @@ void registerWindowPools(OpRegistry& r) {
   ap.attrs = windowAttrs(false, "count_include_pad");
   ap.infer = poolInfer(false);
   ap.reference = avgPoolReference;
-  ap.grad = avgPoolGrad;
   ap.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};
   r.add(std::move(ap));
 }
@@ -337,16 +322,6 @@ Expected<std::vector<Tensor>> globalAvgPoolReference(const OpCall& c, std::span<
   return std::vector<Tensor>{std::move(result)};
 }
 
-// dx = dy / (H * W), spread over H and W. expand yields a plain value, so
-// the result gets x's layout tag back.
-std::vector<Value*> globalAvgPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  const TensorType& x = n.operand(0)->type();
-  bool nhwc = x.layout == Layout::NHWC;
-  double area = static_cast<double>(nhwc ? x.shape[1] * x.shape[2] : x.shape[2] * x.shape[3]);
-  Value* spread = b.expandTo(dys[0], x.shape);
-  return {ops::withLayout(b, b.op("div", {spread, b.scalarLike(area, spread)}), x.layout)};
-}
-
 void registerGlobalAvgPool(OpRegistry& r) {
   OpDef d = poolOp("global_avg_pool2d", "mean over H and W of an NCHW/NHWC image, keeping them as extent-1 axes");
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
@@ -355,7 +330,6 @@ void registerGlobalAvgPool(OpRegistry& r) {
     return one(TensorType(c.inputs[0].dtype, y.shape(), c.inputs[0].layout));
   };
   d.reference = globalAvgPoolReference;
-  d.grad = globalAvgPoolGrad;
   d.layout = {LayoutClass::Native, {}, {0}, {}, {0}, {}};
   // One row per (n, c): the spatial axes, kept as extent-1 axes.
   d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {

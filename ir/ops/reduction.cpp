@@ -11,6 +11,8 @@
 namespace kfuse {
 namespace {
 
+using ops::reducedType;
+
 using ops::one;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -44,18 +46,6 @@ Status requireNonEmptyAxes(const OpCall& c, const std::vector<int64_t>& axes) {
   return Status::ok();
 }
 
-// The result type when `axes` of `in` are reduced: those axes become 1
-// (keepdims) or disappear. Only keepdims keeps the axes, and so the layout.
-TensorType reducedType(const TensorType& in, const std::vector<int64_t>& axes, bool keepdims, DType dtype) {
-  Shape shape;
-  for (int64_t d = 0; d < static_cast<int64_t>(in.rank()); ++d) {
-    if (!contains(axes, d))
-      shape.push_back(in.shape[d]);
-    else if (keepdims)
-      shape.push_back(1);
-  }
-  return TensorType(dtype, shape, keepdims ? in.layout : Layout::Plain);
-}
 
 // The single axis of argmax/softmax; rank-0 operands have none.
 Expected<int64_t> singleAxis(const OpCall& c) {
@@ -118,45 +108,6 @@ OpDef& reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom
 
 // ---- gradients of the reductions
 
-// The reduced axes of a node (as reducedAxes, from the node's attributes).
-std::vector<int64_t> nodeAxes(const Node& n) {
-  auto rank = static_cast<int64_t>(n.operand(0)->type().rank());
-  std::vector<int64_t> axes;
-  for (int64_t a : n.attr("axes").asInts()) axes.push_back(*normalizeAxis(a, rank));
-  if (axes.empty())
-    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
-  return axes;
-}
-
-// A reduced value (dy or y) broadcast back over the reduced axes of x.
-Value* spreadBack(GradBuilder& b, const Node& n, Value* reduced) {
-  const TensorType& x = n.operand(0)->type();
-  Shape kept = reducedType(x, nodeAxes(n), true, x.dtype).shape;
-  return b.withLayout(b.expandTo(b.reshape(reduced, kept), x.shape), x.layout);
-}
-
-std::vector<Value*> sumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  return {spreadBack(b, n, dy[0])};
-}
-
-std::vector<Value*> meanGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  int64_t count = 1;
-  for (int64_t a : nodeAxes(n)) count *= n.operand(0)->type().shape[a];
-  Value* share = b.op("div", {dy[0], b.scalarLike(static_cast<double>(count), dy[0])});
-  return {spreadBack(b, n, share)};
-}
-
-// dy flows to the elements equal to the extremum, split evenly among ties
-// (as torch.amax / amin do).
-std::vector<Value*> extremumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  Value* x = n.operand(0);
-  Value* mask = b.op("equal", {x, spreadBack(b, n, n.result())});
-  Value* ones = b.op("cast", {mask}, {{"to", Attribute(std::string(dtypeName(x->type().dtype)))}});
-  Value* ties = b.op("reduce_sum", {ones}, {{"axes", Attribute(nodeAxes(n))}, {"keepdims", true}});
-  Value* share = b.op("div", {spreadBack(b, n, dy[0]), b.expandTo(ties, x->type().shape)});
-  return {b.op("where", {mask, share, b.scalarLike(0, share)})};
-}
-
 // ---- row programs (how the reductions run inside a fused kernel)
 
 std::vector<int64_t> allAxes(size_t rank) {
@@ -212,23 +163,19 @@ void registerReduces(OpRegistry& r) {
   auto plus = [](double a, double x) { return a + x; };
   auto asIs = [](double a, int64_t) { return a; };
   OpDef& sum = reduceOp(r, "reduce_sum", "sum over `axes` (all axes when empty)", Domain::Numeric, {0.0, plus, asIs});
-  sum.grad = sumGrad;
   sum.rowSpec = reduceRowSpec;
   sum.row = reduceRow(RowCombiner::Sum, false);
   // The mean of zero elements is 0/0 = NaN, as in NumPy and torch.
   OpDef& mean = reduceOp(r, "reduce_mean", "mean over `axes` (all axes when empty)", Domain::Float,
                          {0.0, plus, [](double a, int64_t n) { return a / static_cast<double>(n); }});
-  mean.grad = meanGrad;
   mean.rowSpec = reduceRowSpec;
   mean.row = reduceRow(RowCombiner::Sum, true);
   OpDef& mx = reduceOp(r, "reduce_max", "maximum over `axes` (all axes when empty), NaN-propagating",
                        Domain::Numeric, {-kInf, maxPropagatingNaN, asIs});
-  mx.grad = extremumGrad;
   mx.rowSpec = reduceRowSpec;
   mx.row = reduceRow(RowCombiner::Max, false);
   OpDef& mn = reduceOp(r, "reduce_min", "minimum over `axes` (all axes when empty), NaN-propagating",
                        Domain::Numeric, {kInf, minPropagatingNaN, asIs});
-  mn.grad = extremumGrad;
   mn.rowSpec = reduceRowSpec;
   mn.row = reduceRow(RowCombiner::Min, false);
 }
@@ -375,12 +322,6 @@ OpDef& softmaxGradOp(OpRegistry& r, std::string name, std::string summary, bool 
   return r.add(std::move(d));
 }
 
-GradFn softmaxGrad(const char* gradOp) {
-  return [gradOp](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
-    return {b.op(gradOp, {dy[0], n.result()}, {{"axis", n.attr("axis")}})};
-  };
-}
-
 }  // namespace
 
 void registerReductionOps(OpRegistry& r) {
@@ -388,7 +329,6 @@ void registerReductionOps(OpRegistry& r) {
   registerArgmax(r);
   // Row programs subtract the row maximum first, as the references do.
   OpDef& softmax = softmaxOp(r, "softmax", "exp(x) / sum(exp(x)) along `axis`", false);
-  softmax.grad = softmaxGrad("softmax_grad");
   softmax.rowSpec = laneSpec(1);
   softmax.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
     Scalar m = b.reduce(RowCombiner::Max, in[0]);
@@ -396,7 +336,6 @@ void registerReductionOps(OpRegistry& r) {
     return {exp(in[0] - m) * (1.0 / s)};
   };
   OpDef& logSoftmax = softmaxOp(r, "log_softmax", "x - log(sum(exp(x))) along `axis`", true);
-  logSoftmax.grad = softmaxGrad("log_softmax_grad");
   logSoftmax.rowSpec = laneSpec(1);
   logSoftmax.row = [](RowBuilder& b, const OpCall&, std::span<const Scalar> in) -> std::vector<Scalar> {
     Scalar m = b.reduce(RowCombiner::Max, in[0]);

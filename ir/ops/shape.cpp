@@ -148,11 +148,6 @@ Results inferFlatten(const OpCall& c) {
   return one(TensorType(x.dtype, {elementCount(outer), elementCount(inner)}));
 }
 
-// Ops that only rename the shape: the gradient is dy renamed back.
-std::vector<Value*> reshapeBack(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  return {b.reshape(dy[0], n.operand(0)->type().shape)};
-}
-
 // A reshape that only inserts or removes extent-1 axes keeps every other
 // axis, in order: the operand index is an affine (identity) map of the
 // result's. Reshapes that merge or split axes are not affine.
@@ -173,10 +168,9 @@ Expected<std::vector<AxisMap>> unitAxisMap(const OpCall& c, const Shape& result)
   return map;
 }
 
-// Every reshape-like op renames the shape: dy is renamed back, and the
-// index is affine when only extent-1 axes change.
+// Every reshape-like op renames the shape: the index is affine when only
+// extent-1 axes change.
 void addReshapeLike(OpRegistry& r, OpDef d) {
-  d.grad = reshapeBack;
   d.affine = unitAxisMap;
   r.add(std::move(d));
 }
@@ -250,19 +244,6 @@ Tensors referenceExpand(const OpCall&, Inputs in, Outputs out) {
   return std::vector<Tensor>{std::move(y)};
 }
 
-// dy transposed by the inverse permutation.
-std::vector<Value*> transposeGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  auto perm = ops::resolvePermutation(n.attr("perm").asInts(), n.operand(0)->type());
-  if (!perm) {
-    b.fail(perm.error().message());
-    return {nullptr};
-  }
-  std::vector<int64_t> inverse(perm->size());
-  for (size_t i = 0; i < perm->size(); ++i) inverse[static_cast<size_t>((*perm)[i])] = static_cast<int64_t>(i);
-  return {b.op("transpose", {dy[0]},
-               {{"perm", Attribute(inverse)}, {"layout", std::string(layoutName(n.operand(0)->type().layout))}})};
-}
-
 // out[i] = in[perm[i]]: operand axis perm[i] follows result axis i.
 Expected<std::vector<AxisMap>> transposeMap(const OpCall& c, const Shape&) {
   KF_ASSIGN_OR_RETURN(auto perm, permutation(c));
@@ -290,13 +271,9 @@ void registerPermutes(OpRegistry& r) {
                     {{"perm", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
                      {"layout", AttrKind::String, Attribute("plain")}},
                     inferTranspose, referenceTranspose));
-  transpose.grad = transposeGrad;
   transpose.affine = transposeMap;
   OpDef& expand = r.add(shapeOp("expand", "broadcasts to the NumPy broadcast of the input shape and `shape` (ONNX Expand)",
                                 {{"shape", AttrKind::Ints, std::nullopt}}, inferExpand, referenceExpand));
-  expand.grad = [](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
-    return {b.sumToShape(dy[0], n.operand(0)->type().shape)};
-  };
   expand.affine = broadcastMap;
 }
 
@@ -384,46 +361,15 @@ Tensors referenceSplit(const OpCall& c, Inputs in, Outputs out) {
   return results;
 }
 
-int64_t nodeAxis(const Node& n) {
-  return *normalizeAxis(n.attr("axis").asInt(), static_cast<int64_t>(n.operand(0)->type().rank()));
-}
-
-// Each operand's gradient is its slice of dy.
-std::vector<Value*> concatGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  int64_t axis = nodeAxis(n), offset = 0;
-  std::vector<Value*> out;
-  for (Value* x : n.operands()) {
-    int64_t size = x->type().shape[axis];
-    out.push_back(b.op("slice", {dy[0]},
-                       {{"starts", std::vector<int64_t>{offset}},
-                        {"ends", std::vector<int64_t>{offset + size}},
-                        {"axes", std::vector<int64_t>{axis}}}));
-    offset += size;
-  }
-  return out;
-}
-
-// The pieces' gradients joined again; a piece without one contributes zeros.
-std::vector<Value*> splitGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  std::vector<Value*> pieces;
-  for (size_t i = 0; i < n.numResults(); ++i) {
-    const TensorType& t = n.result(i)->type();
-    pieces.push_back(dy[i] ? dy[i] : b.constant(0, t.dtype, t.shape));
-  }
-  return {b.op("concat", pieces, {{"axis", n.attr("axis")}})};
-}
-
 void registerConcatSplit(OpRegistry& r) {
   OpDef concat = shapeOp("concat", "joins operands of one dtype and rank along `axis`",
                          {{"axis", AttrKind::Int, std::nullopt}}, inferConcat, referenceConcat);
   concat.maxInputs = -1;
-  concat.grad = concatGrad;
   concat.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
   r.add(std::move(concat));
   OpDef& split = r.add(shapeOp("split", "cuts `axis` into consecutive pieces of the given sizes, one result each",
                                {{"axis", AttrKind::Int, Attribute(int64_t{0})}, {"sizes", AttrKind::Ints, std::nullopt}},
                                inferSplit, referenceSplit));
-  split.grad = splitGrad;
   split.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
 }
 

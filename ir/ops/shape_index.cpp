@@ -12,6 +12,8 @@ void registerShapeIndexOps(OpRegistry& r);  // called by registerShapeOps (shape
 
 namespace {
 using ops::one;
+using ops::SliceAxis;
+using ops::sliceAxes;
 using Results = Expected<std::vector<TensorType>>;
 using Tensors = Expected<std::vector<Tensor>>;
 using Inputs = std::span<const Tensor* const>;
@@ -32,64 +34,6 @@ OpDef indexOp(std::string name, std::string summary, int arity, std::vector<Attr
 
 // ------------------------------------------------------------ slice
 
-// What slice reads along one axis: count elements starting at start, step apart.
-struct SliceAxis {
-  int64_t start = 0, step = 1, count = 0;
-};
-
-// ONNX Slice on one axis of size d: negative starts/ends count from the end,
-// then both are clamped ([0, d] for positive steps, [0, d-1] / [-1, d-1] for
-// negative ones), so INT64_MAX and INT64_MIN mean "to the end".
-SliceAxis sliceAxis(int64_t start, int64_t end, int64_t step, int64_t d) {
-  if (start < 0) start += d;
-  if (end < 0) end += d;
-  SliceAxis a;
-  a.step = step;
-  if (step > 0) {
-    a.start = std::min(std::max(start, int64_t{0}), d);
-    end = std::min(std::max(end, int64_t{0}), d);
-    a.count = end > a.start ? 1 + (end - a.start - 1) / step : 0;
-  } else {
-    a.start = std::min(std::max(start, int64_t{0}), d - 1);
-    end = std::min(std::max(end, int64_t{-1}), d - 1);
-    // |INT64_MIN| does not fit; any magnitude above the distance gives one element.
-    int64_t mag = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
-    a.count = a.start > end ? 1 + (a.start - end - 1) / mag : 0;
-  }
-  return a;
-}
-
-// Validates the attributes and resolves them to one SliceAxis per dimension
-// (untouched dimensions read everything).
-Expected<std::vector<SliceAxis>> sliceAxes(const OpCall& c) {
-  const TensorType& x = c.inputs[0];
-  auto rank = static_cast<int64_t>(x.rank());
-  const auto &starts = c.getInts("starts"), &ends = c.getInts("ends");
-  const auto &axes = c.getInts("axes"), &steps = c.getInts("steps");
-  size_t n = starts.size();
-  if (ends.size() != n)
-    return Error(str("attributes starts = ", ops::listText(starts), " and ends = ", ops::listText(ends), " differ in length"));
-  if (!axes.empty() && axes.size() != n)
-    return Error(str("attribute axes = ", ops::listText(axes), " has ", axes.size(), " entries, but starts has ", n));
-  if (!steps.empty() && steps.size() != n)
-    return Error(str("attribute steps = ", ops::listText(steps), " has ", steps.size(), " entries, but starts has ", n));
-  if (axes.empty() && static_cast<int64_t>(n) > rank)
-    return Error(str("attribute starts has ", n, " entries, more than the rank of ", formatType(x)));
-  std::vector<SliceAxis> out;
-  for (int64_t d : x.shape) out.push_back({0, 1, d});
-  std::vector<bool> seen(x.rank(), false);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t axis = axes.empty() ? static_cast<int64_t>(i) : axes[i];
-    auto norm = normalizeAxis(axis, rank);
-    if (!norm) return Error(str("attribute axes contains axis ", axis, ", out of range for rank ", rank));
-    if (seen[*norm]) return Error(str("attribute axes = ", ops::listText(axes), " repeats axis ", *norm));
-    seen[*norm] = true;
-    int64_t step = steps.empty() ? 1 : steps[i];
-    if (step == 0) return Error(str("attribute steps = ", ops::listText(steps), " contains 0; steps must be nonzero"));
-    out[*norm] = sliceAxis(starts[i], ends[i], step, x.shape[*norm]);
-  }
-  return out;
-}
 
 Results inferSlice(const OpCall& c) {
   KF_ASSIGN_OR_RETURN(auto axes, sliceAxes(c));
@@ -228,54 +172,12 @@ Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
 
 // ------------------------------------------------------------ gradients
 
-// Slicing with unit steps takes a box; its gradient pads dy back with zeros.
-std::vector<Value*> sliceGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  std::vector<TensorType> types{n.operand(0)->type()};
-  auto axes = sliceAxes(OpCall{n.op(), n.attrs(), types, &n});
-  if (!axes) {
-    b.fail(axes.error().message());
-    return {nullptr};
-  }
-  const Shape& shape = n.operand(0)->type().shape;
-  std::vector<int64_t> begins, ends;
-  for (size_t d = 0; d < axes->size(); ++d) {
-    const SliceAxis& a = (*axes)[d];
-    if (a.step != 1 && a.count > 1) {
-      b.fail(str("slice with step ", a.step, " on axis ", d, " has no gradient rule yet (only unit steps)"));
-      return {nullptr};
-    }
-    begins.push_back(a.count == 0 ? 0 : a.start);
-    ends.push_back(shape[d] - (a.count == 0 ? 0 : a.start) - a.count);
-  }
-  begins.insert(begins.end(), ends.begin(), ends.end());
-  return {b.op("pad", {dy[0]}, {{"pads", Attribute(begins)}})};
-}
-
 // Operand index along each axis = start + step * result index.
 Expected<std::vector<AxisMap>> sliceMap(const OpCall& c, const Shape&) {
   KF_ASSIGN_OR_RETURN(auto axes, sliceAxes(c));
   std::vector<AxisMap> map;
   for (size_t d = 0; d < axes.size(); ++d) map.push_back(AxisMap{static_cast<int64_t>(d), axes[d].step, axes[d].start});
   return map;
-}
-
-// Constant padding places x inside the result: padding dy with the negated
-// pads crops it back (and negative pads, which cropped x, pad with zeros).
-std::vector<Value*> padGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  if (n.attr("mode").asString() != "constant") {
-    b.fail(str("pad mode \"", n.attr("mode").asString(), "\" has no gradient rule yet (only \"constant\")"));
-    return {nullptr};
-  }
-  std::vector<int64_t> pads = n.attr("pads").asInts();
-  for (int64_t& p : pads) p = -p;
-  return {b.op("pad", {dy[0]}, {{"pads", Attribute(pads)}})};
-}
-
-std::vector<Value*> gatherGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
-  int64_t axis = *normalizeAxis(n.attr("axis").asInt(), static_cast<int64_t>(n.operand(0)->type().rank()));
-  return {b.op("gather_grad", {dy[0], n.operand(1)},
-               {{"axis", Attribute(axis)}, {"size", Attribute(n.operand(0)->type().shape[axis])}}),
-          nullptr};
 }
 
 // gather_grad(dy, indices) {axis, size}: the data gradient of gather, i.e.
@@ -330,17 +232,14 @@ void registerShapeIndexOps(OpRegistry& r) {
                  {"axes", AttrKind::Ints, Attribute(std::vector<int64_t>{})},
                  {"steps", AttrKind::Ints, Attribute(std::vector<int64_t>{})}},
                 inferSlice, referenceSlice));
-  slice.grad = sliceGrad;
   slice.affine = sliceMap;
   r.add(indexOp("pad", "pads (all begins, then all ends; negative crops) by mode constant, reflect or edge", 1,
                 {{"pads", AttrKind::Ints, std::nullopt},
                  {"mode", AttrKind::String, Attribute("constant")},
                  {"value", AttrKind::Float, Attribute(0.0)}},
-                inferPad, referencePad))
-      .grad = padGrad;
+                inferPad, referencePad));
   r.add(indexOp("gather", "ONNX Gather along `axis` with i64/i32 indices (negative count from the end)", 2,
-                {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather))
-      .grad = gatherGrad;
+                {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather));
   OpDef gatherGradOp = indexOp("gather_grad",
                                "gather backward: dy scattered to `size` rows along `axis`, summed where indices repeat",
                                2, {{"axis", AttrKind::Int, std::nullopt}, {"size", AttrKind::Int, std::nullopt}},

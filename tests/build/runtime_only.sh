@@ -3,7 +3,7 @@
 # runtime/ and kfuse-run, no compiler) built from scratch, then used: a
 # package the full build compiles runs in the runtime-only kfuse-run to the
 # bits `kfuse run MODEL` gives, and the binary links neither LLVM, NVRTC
-# nor protobuf.
+# nor protobuf, nor the gradient rules.
 #
 #   runtime_only.sh SOURCE_DIR FULL_BUILD_DIR RUNTIME_BUILD_DIR
 set -eu
@@ -27,5 +27,13 @@ if ldd "$rt/bin/kfuse-run" | grep -Ei 'llvm|nvrtc|protobuf'; then
   echo "runtime_only: kfuse-run links a compiler library"
   exit 1
 fi
+# Nor the compiler's own code: the gradient rules and their builder
+# (passes/gradients/) are the part of an op's definition only autodiff
+# reads.
+if nm -C "$rt/bin/kfuse-run" | grep -q 'GradBuilder\|GradientRules'; then
+  echo "runtime_only: kfuse-run links the gradient rules"
+  exit 1
+fi
 size=$(stat -c %s "$rt/bin/kfuse-run")
-echo "runtime_only: kfuse-run is $size bytes, runs a package to the compiler's bits and links no compiler library"
+echo "runtime_only: kfuse-run is $size bytes, runs a package to the compiler's bits and links no compiler library" \
+  "nor gradient rule"

@@ -1,4 +1,4 @@
-#include "ir/grad_builder.h"
+#include "passes/gradients/grad_builder.h"
 
 #include "ir/builder.h"
 #include "ir/support/strings.h"

@@ -1,0 +1,68 @@
+// Gradient rules of the reductions and softmax (the ops: ir/ops/reduction.cpp).
+#include "passes/gradients/rules.h"
+
+#include "ir/ops/op_helpers.h"
+#include "passes/gradients/grad_helpers.h"
+
+namespace kfuse::gradients {
+namespace {
+
+using ops::reducedType;
+
+// The reduced axes of a node (as reducedAxes, from the node's attributes).
+std::vector<int64_t> nodeAxes(const Node& n) {
+  auto rank = static_cast<int64_t>(n.operand(0)->type().rank());
+  std::vector<int64_t> axes;
+  for (int64_t a : n.attr("axes").asInts()) axes.push_back(*normalizeAxis(a, rank));
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+// A reduced value (dy or y) broadcast back over the reduced axes of x.
+Value* spreadBack(GradBuilder& b, const Node& n, Value* reduced) {
+  const TensorType& x = n.operand(0)->type();
+  Shape kept = reducedType(x, nodeAxes(n), true, x.dtype).shape;
+  return b.withLayout(b.expandTo(b.reshape(reduced, kept), x.shape), x.layout);
+}
+
+std::vector<Value*> sumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  return {spreadBack(b, n, dy[0])};
+}
+
+std::vector<Value*> meanGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  int64_t count = 1;
+  for (int64_t a : nodeAxes(n)) count *= n.operand(0)->type().shape[a];
+  Value* share = b.op("div", {dy[0], b.scalarLike(static_cast<double>(count), dy[0])});
+  return {spreadBack(b, n, share)};
+}
+
+// dy flows to the elements equal to the extremum, split evenly among ties
+// (as torch.amax / amin do).
+std::vector<Value*> extremumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  Value* x = n.operand(0);
+  Value* mask = b.op("equal", {x, spreadBack(b, n, n.result())});
+  Value* ones = b.op("cast", {mask}, {{"to", Attribute(std::string(dtypeName(x->type().dtype)))}});
+  Value* ties = b.op("reduce_sum", {ones}, {{"axes", Attribute(nodeAxes(n))}, {"keepdims", true}});
+  Value* share = b.op("div", {spreadBack(b, n, dy[0]), b.expandTo(ties, x->type().shape)});
+  return {b.op("where", {mask, share, b.scalarLike(0, share)})};
+}
+
+GradFn softmaxGrad(const char* gradOp) {
+  return [gradOp](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
+    return {b.op(gradOp, {dy[0], n.result()}, {{"axis", n.attr("axis")}})};
+  };
+}
+
+}  // namespace
+
+void addReductionRules(GradientRules& r) {
+  r.add("reduce_sum", sumGrad);
+  r.add("reduce_mean", meanGrad);
+  r.add("reduce_max", extremumGrad);
+  r.add("reduce_min", extremumGrad);
+  r.add("softmax", softmaxGrad("softmax_grad"));
+  r.add("log_softmax", softmaxGrad("log_softmax_grad"));
+}
+
+}  // namespace kfuse::gradients
