@@ -17,12 +17,9 @@ class AutodiffPass : public Pass {
  public:
   AutodiffPass(TrainingOptions opts, std::string func) : opts_(std::move(opts)), func_(std::move(func)) {}
   std::string_view name() const override { return "autodiff"; }
-  bool run(Graph& g, const PassContext& ctx) override {
+  PassResult run(Graph& g, const PassContext& ctx) override {
     if (!func_.empty() && g.name() != func_) return false;
-    if (Status s = makeTrainingStep(g, opts_); !s) {
-      ctx.diag->error(str("@", g.name(), ": ", s.message()));
-      return false;
-    }
+    if (Status s = makeTrainingStep(g, opts_); !s) return Error(str("@", g.name(), ": ", s.message()));
     return true;
   }
 

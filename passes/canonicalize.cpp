@@ -113,7 +113,7 @@ class Canonicalizer {
 class CanonicalizePass : public Pass {
  public:
   std::string_view name() const override { return "canonicalize"; }
-  bool run(Graph& g, const PassContext&) override {
+  PassResult run(Graph& g, const PassContext&) override {
     bool changed = false;
     Canonicalizer c(g);
     // Each rewrite removes a node or replaces one by a simpler form, so the

@@ -25,7 +25,7 @@ const Tensor* constantValue(const Value* v) {
 class ConstantFoldPass : public Pass {
  public:
   std::string_view name() const override { return "constant-fold"; }
-  bool run(Graph& g, const PassContext& ctx) override {
+  PassResult run(Graph& g, const PassContext& ctx) override {
     bool changed = false;
     for (Node* n : g.nodes()) {
       if (n->opName() == "constant") continue;
@@ -55,8 +55,7 @@ class ConstantFoldPass : public Pass {
       if (!outs) {
         // A node that fails on constant inputs (an index out of range) will
         // fail at run time too; say so now.
-        ctx.diag->error(str(n->opName(), ": cannot be evaluated on its constant operands: ", outs.error().message()));
-        return changed;
+        return Error(str(n->opName(), ": cannot be evaluated on its constant operands: ", outs.error().message()));
       }
       const OpDef* constant = OpRegistry::global().find("constant");
       for (size_t i = 0; i < n->numResults(); ++i) {

@@ -21,7 +21,7 @@ std::string nodeKey(const Node& n) {
 class CSEPass : public Pass {
  public:
   std::string_view name() const override { return "cse"; }
-  bool run(Graph& g, const PassContext&) override {
+  PassResult run(Graph& g, const PassContext&) override {
     bool changed = false;
     std::map<std::string, Node*> seen;
     for (Node* n : g.nodes()) {

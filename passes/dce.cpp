@@ -9,7 +9,7 @@ namespace {
 class DCEPass : public Pass {
  public:
   std::string_view name() const override { return "dce"; }
-  bool run(Graph& g, const PassContext&) override {
+  PassResult run(Graph& g, const PassContext&) override {
     bool changed = false;
     std::vector<Node*> nodes = g.nodes();
     // Reverse order: erasing a user can make its producers dead in the same sweep.

@@ -223,7 +223,7 @@ class FusePass : public Pass {
  public:
   explicit FusePass(std::set<std::string, std::less<>> exclude) : exclude_(std::move(exclude)) {}
   std::string_view name() const override { return "fuse"; }
-  bool run(Graph& g, const PassContext& ctx) override {
+  PassResult run(Graph& g, const PassContext& ctx) override {
     if (!ctx.canFormLaunch) {
       if (ctx.remarks) ctx.diag->remark("fuse", "no code generator to ask what one launch can hold: nothing fused");
       return false;

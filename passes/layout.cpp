@@ -509,14 +509,11 @@ class LayoutPass : public Pass {
   LayoutPass(LayoutMode mode, bool explicitMode, std::string target)
       : mode_(mode), explicitMode_(explicitMode), target_(std::move(target)) {}
   std::string_view name() const override { return "layout"; }
-  bool run(Graph& g, const PassContext& ctx) override {
+  PassResult run(Graph& g, const PassContext& ctx) override {
     LayoutMode mode = mode_;
     if (!ctx.layoutMode.empty() && !explicitMode_) {
       auto m = parseLayoutMode(ctx.layoutMode);
-      if (!m) {
-        if (ctx.diag) ctx.diag->error(m.error().message());
-        return false;
-      }
+      if (!m) return m.error();
       mode = *m;
     }
     if (mode == LayoutMode::NCHW) return false;

@@ -10,27 +10,22 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/support/expected.h"
 
 namespace kfuse {
 
-// Where passes report what they did and what went wrong. Remarks are
-// explanations a user asked for (fusion decisions, in-place reuse); errors
-// make the pipeline fail after the pass returns.
+// Where passes report what they did: explanations a user asked for (fusion
+// decisions, in-place reuse). Errors are a pass's result (PassResult).
 class Diagnostics {
  public:
-  void error(std::string msg) { errors_.push_back(std::move(msg)); }
   void remark(std::string pass, std::string msg) { remarks_.push_back({std::move(pass), std::move(msg)}); }
-  bool failed() const { return !errors_.empty(); }
-  const std::vector<std::string>& errors() const { return errors_; }
   struct Remark {
     std::string pass;
     std::string message;
   };
   const std::vector<Remark>& remarks() const { return remarks_; }
-  void clearErrors() { errors_.clear(); }
 
  private:
-  std::vector<std::string> errors_;
   std::vector<Remark> remarks_;
 };
 
@@ -40,8 +35,8 @@ class Diagnostics {
 using GroupChecker = std::function<std::string(const Graph& body)>;
 
 struct PassContext {
-  // Sink for errors and remarks; never null while a pipeline runs. The
-  // context itself is read-only to passes; what they report goes here.
+  // Sink for remarks; never null while a pipeline runs. The context itself
+  // is read-only to passes; what they report goes here.
   Diagnostics* diag = nullptr;
   // Emit remarks (e.g. `kfuse opt --remarks`).
   bool remarks = false;
@@ -52,13 +47,25 @@ struct PassContext {
   std::string layoutMode;
 };
 
-class Pass {
+// What running a pass gives: whether it changed the IR, or why it failed
+// (the message names what is wrong; the pass manager adds the pass).
+using PassResult = Expected<bool>;
+
+// A named transformation of one IR unit. Graph passes run on each function
+// (Pass); plan passes on each function's lowered plan (PlanPass,
+// codegen/plan/plan_pass.h). Both run under one instrumented driver
+// (pass_manager.h's runInstrumented), so printing, dumping, timing,
+// verification and --stop-after are the same for both.
+template <typename IR>
+class PassOn {
  public:
-  virtual ~Pass() = default;
+  virtual ~PassOn() = default;
   virtual std::string_view name() const = 0;
-  // Transforms `g`; returns whether anything changed.
-  virtual bool run(Graph& g, const PassContext& ctx) = 0;
+  // Transforms `ir`; returns whether anything changed.
+  virtual PassResult run(IR& ir, const PassContext& ctx) = 0;
 };
+
+using Pass = PassOn<Graph>;
 
 // Options given in a pipeline string: "fuse{exclude=matmul max-ops=8}".
 using PassOptions = std::map<std::string, std::string, std::less<>>;

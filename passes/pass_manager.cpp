@@ -16,15 +16,20 @@ void PassManager::add(std::vector<std::unique_ptr<Pass>> ps) {
   for (auto& p : ps) passes_.push_back(std::move(p));
 }
 
-void PassManager::print(const Module& m, std::string_view pass, bool after, bool changed) {
-  std::ostream& os = instr_.out ? *instr_.out : std::cout;
+namespace pass_detail {
+
+void printBanner(std::ostream& os, std::string_view what, std::string_view pass, bool after, bool changed) {
   // A comment line, so a printed dump stays parseable.
-  os << "// ----- IR " << (after ? "after " : "before ") << pass;
+  os << "// ----- " << what << (after ? " after " : " before ") << pass;
   if (after) os << (changed ? " (changed)" : " (unchanged)");
   os << " -----\n";
-  printModule(os, m);
-  os << "\n";
 }
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace pass_detail
 
 Expected<std::string> dumpPath(const std::string& dir, int index, std::string_view label, std::string_view suffix) {
   std::error_code ec;
@@ -35,24 +40,17 @@ Expected<std::string> dumpPath(const std::string& dir, int index, std::string_vi
   return (std::filesystem::path(dir) / name.str()).string();
 }
 
-Status PassManager::dump(Module& m, int index, const std::string& label) {
-  KF_ASSIGN_OR_RETURN(std::string path, dumpPath(instr_.dumpDir, index, label, ".kir"));
-  WriteOptions opts;
-  opts.adopt = false;
-  return writeModuleFile(m, path, opts);
-}
-
-void PassManager::printTiming() {
+void printPassTiming(const std::vector<PassRecord>& records, std::string_view title) {
   std::ostream& os = std::cerr;  // as MLIR does: never mixed with IR on stdout
   double total = 0;
-  for (const PassRecord& r : records_) total += r.seconds;
+  for (const PassRecord& r : records) total += r.seconds;
   auto ms = [](double s) { return s * 1e3; };
   os << "===-------------------------------------------------------------------------===\n"
-     << "                         ... Pass execution timing report ...\n"
+     << "                         ... " << title << " execution timing report ...\n"
      << "===-------------------------------------------------------------------------===\n"
      << "  Total Execution Time: " << std::fixed << std::setprecision(3) << ms(total) << " ms\n\n"
      << "   ---Wall Time (ms)---  --- Name ---\n";
-  for (const PassRecord& r : records_) {
+  for (const PassRecord& r : records) {
     double pct = total > 0 ? 100.0 * r.seconds / total : 0;
     os << "   " << std::setw(9) << std::setprecision(3) << ms(r.seconds) << " (" << std::setw(5)
        << std::setprecision(1) << pct << "%)  " << r.pass << "\n";
@@ -65,32 +63,28 @@ Status PassManager::run(Module& m, const PassContext& ctx) {
   PassContext pc = ctx;
   if (!pc.diag) pc.diag = &localDiag;
   records_.clear();
-  if (!instr_.dumpDir.empty()) KF_RETURN_IF_ERROR(dump(m, 0, "input"));
-  int index = 0;
-  for (auto& pass : passes_) {
-    ++index;
-    std::string name(pass->name());
-    if (instr_.printBeforeAll || instr_.printBefore.count(name)) print(m, name, false, false);
-    auto start = std::chrono::steady_clock::now();
-    bool changed = false;
-    for (const auto& f : m.functions()) changed |= pass->run(*f, pc);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    records_.push_back({name, changed, secs});
-    if (pc.diag->failed()) {
-      std::string msg = str("pass '", name, "' failed: ", join(pc.diag->errors(), "\n"));
-      pc.diag->clearErrors();
-      return Error(msg);
-    }
-    if (changed || instr_.verifyEach) {
-      if (auto s = verifyModule(m); !s)
-        return Error(str("internal error: IR is invalid after pass '", name, "':\n", s.message()));
-    }
-    if (instr_.printAfterAll || instr_.printAfter.count(name) || (instr_.printAfterChange && changed))
-      print(m, name, true, changed);
-    if (!instr_.dumpDir.empty()) KF_RETURN_IF_ERROR(dump(m, index, "after-" + name));
-    if (instr_.stopAfter == name) break;
-  }
-  if (instr_.timePasses) printTiming();
+  std::vector<PipelineStep<Module>> steps;
+  for (auto& pass : passes_)
+    steps.push_back({std::string(pass->name()), [&pc, p = pass.get()](Module& mod) -> PassResult {
+                       bool changed = false;
+                       for (const auto& f : mod.functions()) {
+                         KF_ASSIGN_OR_RETURN(bool c, p->run(*f, pc));
+                         changed |= c;
+                       }
+                       return changed;
+                     }});
+  UnitHooks<Module> hooks;
+  hooks.what = "IR";
+  hooks.print = [](std::ostream& os, const Module& mod) { printModule(os, mod); };
+  hooks.dump = [](Module& mod, const std::string& dir, int index, const std::string& label) -> Status {
+    KF_ASSIGN_OR_RETURN(std::string path, dumpPath(dir, index, label, ".kir"));
+    WriteOptions opts;
+    opts.adopt = false;  // a dump leaves the module as it is
+    return writeModuleFile(mod, path, opts);
+  };
+  hooks.verify = [](const Module& mod) { return verifyModule(mod); };
+  KF_RETURN_IF_ERROR(runInstrumented(m, steps, instr_, hooks, "input", 0, records_));
+  if (instr_.timePasses) printPassTiming(records_, "Pass");
   return Status::ok();
 }
 

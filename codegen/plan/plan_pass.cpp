@@ -4,7 +4,10 @@
 
 #include "codegen/plan/buffer_plan.h"
 #include "codegen/plan/inplace.h"
+#include "exec/io/plan_io.h"
+#include "ir/support/file_io.h"
 #include "ir/support/strings.h"
+#include "ir/weights.h"
 
 namespace kfuse {
 namespace {
@@ -12,13 +15,13 @@ namespace {
 class InPlacePass : public PlanPass {
  public:
   std::string_view name() const override { return "inplace"; }
-  Expected<bool> run(Plan& p) override { return rewriteInPlace(p) > 0; }
+  PassResult run(Plan& p, const PassContext&) override { return rewriteInPlace(p) > 0; }
 };
 
 class PlanBuffersPass : public PlanPass {
  public:
   std::string_view name() const override { return "plan-buffers"; }
-  Expected<bool> run(Plan& p) override {
+  PassResult run(Plan& p, const PassContext&) override {
     KF_RETURN_IF_ERROR(planBuffers(p).status());
     return true;
   }
@@ -66,5 +69,24 @@ Expected<std::vector<std::unique_ptr<PlanPass>>> parsePlanPipeline(std::string_v
 }
 
 std::string standardPlanPipeline(bool inplace) { return inplace ? "inplace,plan-buffers" : "plan-buffers"; }
+
+Status runPlanPasses(Plan& plan, const std::vector<std::unique_ptr<PlanPass>>& passes, const PassContext& ctx,
+                     const Instrumentation& instr, const std::string& inputLabel, int firstDump,
+                     std::vector<PassRecord>& records) {
+  std::vector<PipelineStep<Plan>> steps;
+  for (const auto& pass : passes)
+    steps.push_back({std::string(pass->name()), [&ctx, p = pass.get()](Plan& pl) { return p->run(pl, ctx); }});
+  UnitHooks<Plan> hooks;
+  hooks.what = str("plan @", plan.function);
+  hooks.print = [](std::ostream& os, const Plan& p) { os << printPlan(p); };
+  hooks.dump = [](Plan& p, const std::string& dir, int index, const std::string& label) -> Status {
+    KF_ASSIGN_OR_RETURN(std::string base, dumpPath(dir, index, label, str(".", p.function, ".plan")));
+    std::vector<std::pair<std::string, const Tensor*>> constants;
+    std::string json = serializePlan(p, constants);
+    if (!constants.empty()) KF_RETURN_IF_ERROR(writeWeightsFile(base + ".safetensors", constants));
+    return writeFileAtomically(base + ".json", json);
+  };
+  return runInstrumented(plan, steps, instr, hooks, inputLabel, firstDump, records);
+}
 
 }  // namespace kfuse

@@ -17,16 +17,14 @@
 #include <vector>
 
 #include "exec/plan.h"
+#include "passes/pass_manager.h"
 
 namespace kfuse {
 
-class PlanPass {
- public:
-  virtual ~PlanPass() = default;
-  virtual std::string_view name() const = 0;
-  // Transforms `p`; returns whether anything changed, or why the plan is wrong.
-  virtual Expected<bool> run(Plan& p) = 0;
-};
+// A plan pass has the graph passes' interface (passes/pass.h): run() says
+// whether the plan changed or why it is wrong, and the same instrumented
+// driver runs it (passes/pass_manager.h's runInstrumented).
+using PlanPass = PassOn<Plan>;
 
 struct PlanPassInfo {
   std::string name;
@@ -40,6 +38,14 @@ const PlanPassInfo* findPlanPass(std::string_view name);
 // Parses "inplace,plan-buffers"; an unknown name is an error listing the
 // plan passes. Plan passes take no options.
 Expected<std::vector<std::unique_ptr<PlanPass>>> parsePlanPipeline(std::string_view text);
+
+// Runs `passes` over `plan` with `instr`'s printing (under "plan @F"),
+// numbered dumps (`NN-<inputLabel>.F.plan.json` at `firstDump`, then
+// `NN-after-P.F.plan.json`, the package plan format with its constants in
+// .plan.safetensors), timing into `records` and --stop-after.
+Status runPlanPasses(Plan& plan, const std::vector<std::unique_ptr<PlanPass>>& passes, const PassContext& ctx,
+                     const Instrumentation& instr, const std::string& inputLabel, int firstDump,
+                     std::vector<PassRecord>& records);
 
 // What every executor and package runs after lowering: `inplace` (unless
 // --no-inplace), then `plan-buffers`, which gives every buffer its offset.

@@ -216,7 +216,7 @@ TEST_P(SuitePlanTest, EveryPlanPassStageRoundTrips) {
   auto passes = parsePlanPipeline(standardPlanPipeline(true));
   ASSERT_TRUE(passes);
   for (const auto& pass : *passes) {
-    ASSERT_TRUE(pass->run(*plan)) << pass->name();
+    ASSERT_TRUE(pass->run(*plan, PassContext{})) << pass->name();
     roundTrip(*plan, nullptr, PlanOffsets::Optional);
   }
   roundTrip(*plan);  // planned: offsets required and present

@@ -34,20 +34,6 @@ std::vector<std::string> entries(std::string_view text) {
 
 std::string passName(const std::string& entry) { return entry.substr(0, entry.find('{')); }
 
-Status dumpPlan(const Plan& p, const std::string& dir, int index, const std::string& label) {
-  KF_ASSIGN_OR_RETURN(std::string base, dumpPath(dir, index, label, str(".", p.function, ".plan")));
-  std::vector<std::pair<std::string, const Tensor*>> constants;
-  std::string json = serializePlan(p, constants);
-  if (!constants.empty()) KF_RETURN_IF_ERROR(writeWeightsFile(base + ".safetensors", constants));
-  return writeFileAtomically(base + ".json", json);
-}
-
-void printPlanText(std::ostream& out, const Plan& p, std::string_view pass, bool after, bool changed) {
-  out << "// ----- plan @" << p.function << (after ? " after " : " before ") << pass;
-  if (after) out << (changed ? " (changed)" : " (unchanged)");
-  out << " -----\n" << printPlan(p) << "\n";
-}
-
 }  // namespace
 
 Expected<std::pair<std::string, std::string>> splitPipeline(std::string_view text) {
@@ -66,25 +52,16 @@ Expected<std::vector<Plan>> runPlanStage(const Module& m, std::string_view planP
                                          const InstrumentationFlags& instr, int firstDump, std::ostream& out) {
   std::vector<Plan> plans;
   KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(planPasses));  // stateless: one set for every function
+  Instrumentation instrumentation = instr.toInstrumentation();
+  instrumentation.out = &out;
+  std::vector<PassRecord> records;
   for (const auto& f : m.functions()) {
     KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(*f, lowering));
-    int index = firstDump;
-    if (!instr.dumpDir.empty()) KF_RETURN_IF_ERROR(dumpPlan(plan, instr.dumpDir, index, "lower"));
-    for (const auto& pass : passes) {
-      std::string name(pass->name());
-      auto named = [&](const std::vector<std::string>& list) {
-        return std::find(list.begin(), list.end(), name) != list.end();
-      };
-      if (instr.printBeforeAll || named(instr.printBefore)) printPlanText(out, plan, name, false, false);
-      auto changed = pass->run(plan);
-      if (!changed) return changed.error().context(str("plan pass '", name, "' on @", f->name()));
-      if (instr.printAfterAll || named(instr.printAfter) || (instr.printAfterChange && *changed))
-        printPlanText(out, plan, name, true, *changed);
-      if (!instr.dumpDir.empty()) KF_RETURN_IF_ERROR(dumpPlan(plan, instr.dumpDir, ++index, "after-" + name));
-      if (name == instr.stopAfter) break;
-    }
+    Status s = runPlanPasses(plan, passes, PassContext{}, instrumentation, "lower", firstDump, records);
+    if (!s) return s.error().context(str("@", f->name()));
     plans.push_back(std::move(plan));
   }
+  if (instrumentation.timePasses) printPassTiming(records, "Plan pass");
   return plans;
 }
 
