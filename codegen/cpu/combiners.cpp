@@ -23,10 +23,6 @@ Value* flipNegative(llvm::IRBuilderBase& b, Value* bits) {
 
 // Accumulators hold the reduced value's compute type, except that a sum of
 // bools counts (the reference sums 0/1 doubles).
-DType accumulatorType(Combiner c, DType value) {
-  return c == Combiner::Sum && value == DType::Bool ? DType::I64 : value;
-}
-
 Value* initialValue(llvm::IRBuilderBase& b, Combiner c, DType t) {
   if (t == DType::Bool) return b.getInt1(c == Combiner::Min);  // max of none: false
   if (t == DType::I64) {

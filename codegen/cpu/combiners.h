@@ -11,9 +11,7 @@
 
 namespace kfuse::cpu {
 
-// Accumulators hold the reduced value's compute type, except that a sum of
-// bools counts (the reference sums 0/1 doubles).
-DType accumulatorType(kernel::Combiner c, DType value);
+// (Accumulator types: codegen/kernel/scalar_rules.h's accumulatorType.)
 llvm::Value* initialValue(llvm::IRBuilderBase& b, kernel::Combiner c, DType t);
 llvm::Value* combine(llvm::IRBuilderBase& b, kernel::Combiner c, DType t, llvm::Value* acc, llvm::Value* v);
 

@@ -13,6 +13,7 @@
 
 #include "exec/index_space.h"
 #include "codegen/kernel/kept_sum.h"
+#include "codegen/kernel/scalar_rules.h"
 #include "codegen/cpu/combiners.h"
 #include "codegen/cpu/scalar_emitter.h"
 #include "codegen/cpu/storage.h"
@@ -121,7 +122,7 @@ class KernelEmitter::Site {
       v = load(i);
     } else if (i < k.firstGlobal()) {
       size_t r = i - k.firstAccumulator();
-      from = accumulatorType(k.reductions[r].combiner, k.reductions[r].value->type);
+      from = kernel::accumulatorType(k.reductions[r].combiner, k.reductions[r].value->type);
       v = e_.accs_[r];
     } else {
       llvm::AllocaInst* slot = e_.globals_[i - k.firstGlobal()];
@@ -143,7 +144,7 @@ class KernelEmitter::Site {
   DType globalType(size_t g) const {
     const Kernel& k = e_.k_;
     const kernel::Global& global = g < k.prologue.size() ? k.prologue[g] : k.globals[g - k.prologue.size()];
-    return accumulatorType(global.combiner, global.value->type);
+    return kernel::accumulatorType(global.combiner, global.value->type);
   }
 
   KernelEmitter& e_;
@@ -171,7 +172,7 @@ llvm::Function* KernelEmitter::run() {
     buffers_.push_back(b_.CreateBitCast(raw, storageTypeOf(ctx_, buf.type.dtype)->getPointerTo(), buf.name));
   }
   auto initGlobal = [&](const kernel::Global& g, const char* name) {
-    DType t = accumulatorType(g.combiner, g.value->type);
+    DType t = kernel::accumulatorType(g.combiner, g.value->type);
     globals_.push_back(slot(t, name));
     b_.CreateStore(initialValue(b_, g.combiner, t), globals_.back());
   };
@@ -333,7 +334,7 @@ void KernelEmitter::tagBufferAccesses() {
 }
 
 void KernelEmitter::foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v) {
-  DType t = accumulatorType(g.combiner, g.value->type);
+  DType t = kernel::accumulatorType(g.combiner, g.value->type);
   Value* acc = b_.CreateLoad(slot->getAllocatedType(), slot);
   b_.CreateStore(combine(b_, g.combiner, t, acc, emitConvert(b_, v, g.value->type, t)), slot);
 }
@@ -401,7 +402,7 @@ void KernelEmitter::emitColumnOrder() {
 
   std::vector<DType> types;
   for (const kernel::Reduction& red : k_.reductions) {
-    types.push_back(accumulatorType(red.combiner, red.value->type));
+    types.push_back(kernel::accumulatorType(red.combiner, red.value->type));
     columns_.push_back(slot(computeTypeOf(ctx_, types.back()), "column", outer.points));
   }
   auto column = [&](size_t r, const Point& p) {
@@ -442,7 +443,7 @@ void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p
   std::vector<bool> keyed;  // onKeys: the slot holds an integer key
   for (size_t r = first; r < last; ++r) {
     const kernel::Reduction& red = k_.reductions[r];
-    types.push_back(accumulatorType(red.combiner, red.value->type));
+    types.push_back(kernel::accumulatorType(red.combiner, red.value->type));
     keyed.push_back(onKeys(red.combiner, types.back()));
     Value* init = initialValue(b_, red.combiner, types.back());
     if (keyed.back()) init = toKey(b_, red.combiner, init);
@@ -525,19 +526,6 @@ void KernelEmitter::emitFinalStores() {
   emitStores(site, StoreScope::Final);
 }
 
-Status checkScalars(const Kernel& k) {
-  auto check = [&](const ScalarRef& e, const std::string& what) -> Status {
-    Status s = checkEmittable(*e);
-    if (!s) return Error(str(what, ": ", s.message()));
-    return Status::ok();
-  };
-  for (size_t i = 0; i < k.reductions.size(); ++i) KF_RETURN_IF_ERROR(check(k.reductions[i].value, str("reduction ", i)));
-  for (size_t i = 0; i < k.prologue.size(); ++i) KF_RETURN_IF_ERROR(check(k.prologue[i].value, str("prologue ", i)));
-  for (size_t i = 0; i < k.globals.size(); ++i) KF_RETURN_IF_ERROR(check(k.globals[i].value, str("global ", i)));
-  for (size_t i = 0; i < k.stores.size(); ++i) KF_RETURN_IF_ERROR(check(k.stores[i].value, str("store ", i)));
-  return Status::ok();
-}
-
 }  // namespace
 
 std::string symbolName(std::string_view kernelName) { return str("kfuse_", kernelName); }
@@ -548,7 +536,7 @@ Expected<llvm::Function*> emitKernel(const Kernel& k, llvm::LLVMContext& ctx, ll
   if (k.name.empty()) return Error("kernel has no name");
   if (module.getNamedValue(symbolName(k.name))) return fail("the module already defines a symbol of that name");
   KF_RETURN_IF_ERROR(verifyKernel(k));
-  if (Status s = checkScalars(k); !s) return fail(s.message());
+  if (Status s = kernel::checkKernelScalars(k, "CPU"); !s) return fail(s.message());
 
   llvm::Function* fn = KernelEmitter(k, module).run();
   std::string problems;

@@ -538,24 +538,12 @@ std::string FunctionEmitter::pointFunction(int productBuffer, DType accType) {
   return w_.text();
 }
 
-Status checkScalars(const Kernel& k) {
-  auto check = [&](const ScalarRef& e, const std::string& what) -> Status {
-    if (Status s = checkEmittable(*e); !s) return Error(str(what, ": ", s.message()));
-    return Status::ok();
-  };
-  for (size_t i = 0; i < k.reductions.size(); ++i) KF_RETURN_IF_ERROR(check(k.reductions[i].value, str("reduction ", i)));
-  for (size_t i = 0; i < k.prologue.size(); ++i) KF_RETURN_IF_ERROR(check(k.prologue[i].value, str("prologue ", i)));
-  for (size_t i = 0; i < k.globals.size(); ++i) KF_RETURN_IF_ERROR(check(k.globals[i].value, str("global ", i)));
-  for (size_t i = 0; i < k.stores.size(); ++i) KF_RETURN_IF_ERROR(check(k.stores[i].value, str("store ", i)));
-  return Status::ok();
-}
-
 }  // namespace
 
 Expected<KernelFunction> emitKernelFunction(const Kernel& k, const std::string& name, const EmitOptions& opts,
                                             const KernelEmitContext& ctx) {
   KF_RETURN_IF_ERROR(verifyKernel(k));
-  if (Status s = checkScalars(k); !s) return Error(str("kernel @", k.name, ": ", s.message()));
+  if (Status s = kernel::checkKernelScalars(k, "CUDA"); !s) return Error(str("kernel @", k.name, ": ", s.message()));
   if (opts.threads < 64 || opts.threads % 64 != 0 || opts.threads > 1024)
     return Error(str("threads per block must be a multiple of 64 up to 1024, not ", opts.threads));
   return FunctionEmitter(k, name, opts, ctx).run();

@@ -17,10 +17,6 @@ std::string_view strategyName(Strategy s) {
   return "?";
 }
 
-DType accumulatorType(kernel::Combiner c, DType value) {
-  return c == kernel::Combiner::Sum && value == DType::Bool ? DType::I64 : value;
-}
-
 namespace {
 
 constexpr int64_t kNarrowIndexLimit = int64_t{1} << 30;

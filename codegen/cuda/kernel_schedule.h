@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "codegen/cuda/index_space.h"
+#include "codegen/kernel/scalar_rules.h"
 
 namespace kfuse::cuda {
 
@@ -60,8 +61,7 @@ struct KernelSchedule {
 
 KernelSchedule scheduleKernel(const kernel::Kernel& k, const KernelSpaces& spaces, const EmitOptions& opts);
 
-// The compute type a reduction or global of `combiner` over values of
-// compute type `value` accumulates in (a sum of bools counts in i64).
-DType accumulatorType(kernel::Combiner c, DType value);
+// (Accumulator types: codegen/kernel/scalar_rules.h's accumulatorType.)
+using kernel::accumulatorType;
 
 }  // namespace kfuse::cuda

@@ -95,4 +95,18 @@ Status checkScalarProgram(const ScalarNode& root, std::string_view backend) {
   return Status::ok();
 }
 
+Status checkKernelScalars(const Kernel& k, std::string_view backend) {
+  auto check = [&](const ScalarRef& e, const std::string& what) -> Status {
+    if (Status s = checkScalarProgram(*e, backend); !s) return Error(str(what, ": ", s.message()));
+    return Status::ok();
+  };
+  for (size_t i = 0; i < k.reductions.size(); ++i) KF_RETURN_IF_ERROR(check(k.reductions[i].value, str("reduction ", i)));
+  for (size_t i = 0; i < k.prologue.size(); ++i) KF_RETURN_IF_ERROR(check(k.prologue[i].value, str("prologue ", i)));
+  for (size_t i = 0; i < k.globals.size(); ++i) KF_RETURN_IF_ERROR(check(k.globals[i].value, str("global ", i)));
+  for (size_t i = 0; i < k.stores.size(); ++i) KF_RETURN_IF_ERROR(check(k.stores[i].value, str("store ", i)));
+  return Status::ok();
+}
+
+DType accumulatorType(Combiner c, DType value) { return c == Combiner::Sum && value == DType::Bool ? DType::I64 : value; }
+
 }  // namespace kfuse::kernel

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "exec/kernel_ir.h"
 #include "ir/scalar_expr.h"
 #include "ir/support/expected.h"
 
@@ -26,5 +27,13 @@ bool isComparison(ScalarOp op);
 // types, and that the op is implemented for its type. `backend` names the
 // code generator in the message ("the CPU backend does not implement ...").
 Status checkScalarProgram(const ScalarNode& root, std::string_view backend);
+
+// checkScalarProgram over every program of `k` (reductions, prologue,
+// globals, stores); the message names the one at fault ("store 2: ...").
+Status checkKernelScalars(const Kernel& k, std::string_view backend);
+
+// Accumulators hold the reduced value's compute type, except that a sum of
+// bools counts (the reference sums 0/1 doubles).
+DType accumulatorType(Combiner c, DType value);
 
 }  // namespace kfuse::kernel
