@@ -31,15 +31,27 @@ Expected<std::vector<TensorType>> inferResultTypes(const OpDef& op, const AttrMa
   return types;
 }
 
+namespace {
+
+Expected<Node*> build(Graph& g, const OpDef& op, const std::vector<Value*>& operands, AttrMap attrs, Node* before) {
+  KF_ASSIGN_OR_RETURN(AttrMap full, completeAttrs(op, std::move(attrs)));
+  std::vector<TensorType> inputTypes;
+  for (Value* v : operands) inputTypes.push_back(v->type());
+  KF_ASSIGN_OR_RETURN(auto resultTypes, inferResultTypes(op, full, inputTypes));
+  return g.createNode(op, operands, resultTypes, std::move(full), before);
+}
+
+}  // namespace
+
+Expected<Node*> buildNode(Graph& g, Op op, const std::vector<Value*>& operands, AttrMap attrs, Node* before) {
+  return build(g, OpRegistry::global().get(op), operands, std::move(attrs), before);
+}
+
 Expected<Node*> buildNode(Graph& g, std::string_view opName, const std::vector<Value*>& operands, AttrMap attrs,
                           Node* before) {
   const OpDef* op = OpRegistry::global().find(opName);
   if (!op) return Error(str("unknown op '", opName, "'"));
-  KF_ASSIGN_OR_RETURN(AttrMap full, completeAttrs(*op, std::move(attrs)));
-  std::vector<TensorType> inputTypes;
-  for (Value* v : operands) inputTypes.push_back(v->type());
-  KF_ASSIGN_OR_RETURN(auto resultTypes, inferResultTypes(*op, full, inputTypes));
-  return g.createNode(*op, operands, resultTypes, std::move(full), before);
+  return build(g, *op, operands, std::move(attrs), before);
 }
 
 }  // namespace kfuse

@@ -20,7 +20,10 @@ Expected<std::vector<TensorType>> inferResultTypes(const OpDef& op, const AttrMa
 // "op 'add' takes 2 operands, got 3" or success.
 Status checkArity(const OpDef& op, size_t numOperands);
 
-// Builds a node of op `opName` at the end of `g` (or before `before`).
+// Builds a node of `op` at the end of `g` (or before `before`).
+Expected<Node*> buildNode(Graph& g, Op op, const std::vector<Value*>& operands, AttrMap attrs = {},
+                          Node* before = nullptr);
+// The same by the op's name (the parser and the frontends, which read names).
 Expected<Node*> buildNode(Graph& g, std::string_view opName, const std::vector<Value*>& operands, AttrMap attrs = {},
                           Node* before = nullptr);
 

@@ -27,6 +27,7 @@ void Node::copyProvenance(const Node& from) {
 }
 
 std::string_view Node::opName() const { return op_->name; }
+bool Node::is(Op op) const { return op_->id == op; }
 
 void Node::setOperand(size_t i, Value* v) {
   Value* old = operands_[i];

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/op.h"
 #include "ir/types.h"
 
 namespace kfuse {
@@ -83,6 +84,8 @@ class Node {
  public:
   const OpDef& op() const { return *op_; }
   std::string_view opName() const;
+  // Whether this node is an `op` (ir/op.h): how code asks what a node is.
+  bool is(Op op) const;
 
   size_t numOperands() const { return operands_.size(); }
   Value* operand(size_t i) const { return operands_[i]; }

@@ -6,7 +6,7 @@
 namespace kfuse {
 
 bool isSplatConstant(const Node& n) {
-  if (n.opName() != "constant") return false;
+  if (!n.is(Op::Constant)) return false;
   const Tensor& t = n.attr("value").asTensor();
   for (int64_t i = 1; i < t.numElements(); ++i)
     if (t.at(i) != t.at(0)) return false;
@@ -22,7 +22,7 @@ std::string kernelFormIssue(const Node& n) {
   }
   if (n.op().scalar || (n.op().rowSpec && n.op().row)) return "";
   if (isSplatConstant(n)) return "";
-  if (n.opName() == "constant") return "a constant with more than one value is kept in memory";
+  if (n.is(Op::Constant)) return "a constant with more than one value is kept in memory";
   return str("op '", n.opName(), "' has no kernel form");
 }
 

@@ -47,15 +47,16 @@ const OpRegistry& OpRegistry::global() {
     registerLogicOps(r);
     registerOptimizerOps(r);
     registerFusedOps(r);
+    for ([[maybe_unused]] const OpDef* op : r.byId_) assert(op && "an op of ir/ops/ops.def is not registered");
     return r;
   }();
   return registry;
 }
 
 const OpDef* OpRegistry::find(std::string_view name) const {
-  for (const auto& op : ops_)
-    if (op->name == name) return op.get();
-  return nullptr;
+  // Every registered op is in ops.def (add() checks).
+  std::optional<Op> id = findOp(name);
+  return id ? byId_[static_cast<size_t>(*id)] : nullptr;
 }
 
 std::vector<const OpDef*> OpRegistry::all() const {
@@ -68,7 +69,11 @@ std::vector<const OpDef*> OpRegistry::all() const {
 OpDef& OpRegistry::add(OpDef def) {
   assert(!find(def.name) && "op registered twice");
   assert(def.infer && def.reference && "an op needs inference and a reference implementation");
+  std::optional<Op> id = findOp(def.name);
+  assert(id && "an op missing from ir/ops/ops.def");
+  def.id = *id;
   ops_.push_back(std::make_unique<OpDef>(std::move(def)));
+  byId_[static_cast<size_t>(*id)] = ops_.back().get();
   return *ops_.back();
 }
 

@@ -4,6 +4,7 @@
 // (parser, verifier, interpreter, passes, emitters) reads them from here.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <span>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/op.h"
 #include "ir/graph.h"
 #include "ir/row_kernel.h"
 #include "ir/scalar_expr.h"
@@ -103,6 +105,7 @@ struct LayoutSpec {
 
 struct OpDef {
   std::string name;
+  Op id{};  // its handle (ir/op.h), set on registration from the name
   std::string summary;  // one line, for `kfuse ops` and docs
   int minInputs = 0;
   int maxInputs = 0;    // -1: variadic
@@ -145,6 +148,8 @@ class OpRegistry {
   static const OpRegistry& global();
 
   const OpDef* find(std::string_view name) const;
+  // Every op of ir/ops/ops.def is registered: a handle always finds its op.
+  const OpDef& get(Op op) const { return *byId_[static_cast<size_t>(op)]; }
   std::vector<const OpDef*> all() const;  // sorted by name
 
   // Registration (used by the op family files).
@@ -152,6 +157,7 @@ class OpRegistry {
 
  private:
   std::vector<std::unique_ptr<OpDef>> ops_;
+  std::array<const OpDef*, kOpCount> byId_{};
 };
 
 // Returns attrs completed with the op's defaults, or an Error naming the

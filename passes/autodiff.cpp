@@ -112,7 +112,7 @@ class Differentiator {
     if (inserted) return Status::ok();
     GradBuilder b(g_);
     b.setProvenance(n);
-    it->second = b.op("add", {it->second, g});
+    it->second = b.op(Op::Add, {it->second, g});
     if (b.failed()) return failAt(n, b.error());
     return Status::ok();
   }

@@ -19,7 +19,7 @@ namespace {
 // True when v is a constant whose every element equals `x`.
 bool isSplat(const Value* v, double x) {
   const Node* p = v->producer();
-  if (!p || p->opName() != "constant") return false;
+  if (!p || !p->is(Op::Constant)) return false;
   const Tensor& t = p->attr("value").asTensor();
   for (int64_t i = 0; i < t.numElements(); ++i)
     if (t.at(i) != x) return false;
@@ -32,32 +32,32 @@ class Canonicalizer {
 
   // Applies the first matching rewrite to n; returns whether one applied.
   bool rewrite(Node* n) {
-    std::string_view op = n->opName();
+    const Op op = n->op().id;
     Value* out = n->numResults() == 1 ? n->result() : nullptr;
     if (!out) return false;
     auto operand = [&](size_t i) { return n->operand(i); };
     auto sameType = [&](const Value* v) { return v->type() == out->type(); };
 
-    if (op == "identity") return forward(n, operand(0));
-    if (op == "add" && isSplat(operand(1), 0) && sameType(operand(0))) return forward(n, operand(0));
-    if (op == "add" && isSplat(operand(0), 0) && sameType(operand(1))) return forward(n, operand(1));
-    if (op == "sub" && isSplat(operand(1), 0) && sameType(operand(0))) return forward(n, operand(0));
-    if (op == "mul" && isSplat(operand(1), 1) && sameType(operand(0))) return forward(n, operand(0));
-    if (op == "mul" && isSplat(operand(0), 1) && sameType(operand(1))) return forward(n, operand(1));
-    if (op == "div" && isSplat(operand(1), 1) && sameType(operand(0))) return forward(n, operand(0));
-    if (op == "neg" && producerOp(operand(0)) == "neg") return forward(n, operand(0)->producer()->operand(0));
-    if (op == "cast" && sameType(operand(0))) return forward(n, operand(0));
-    if ((op == "reshape" || op == "expand") && sameType(operand(0))) return forward(n, operand(0));
-    if (op == "concat" && n->numOperands() == 1 && sameType(operand(0))) return forward(n, operand(0));
-    if (op == "transpose") return rewriteTranspose(n);
-    if (op == "squeeze" || op == "unsqueeze" || op == "flatten") return replaceWithReshape(n, operand(0));
-    if (op == "reshape" && producerOp(operand(0)) == "reshape")
+    if (op == Op::Identity) return forward(n, operand(0));
+    if (op == Op::Add && isSplat(operand(1), 0) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Add && isSplat(operand(0), 0) && sameType(operand(1))) return forward(n, operand(1));
+    if (op == Op::Sub && isSplat(operand(1), 0) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Mul && isSplat(operand(1), 1) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Mul && isSplat(operand(0), 1) && sameType(operand(1))) return forward(n, operand(1));
+    if (op == Op::Div && isSplat(operand(1), 1) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Neg && producedBy(operand(0), Op::Neg)) return forward(n, operand(0)->producer()->operand(0));
+    if (op == Op::Cast && sameType(operand(0))) return forward(n, operand(0));
+    if ((op == Op::Reshape || op == Op::Expand) && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Concat && n->numOperands() == 1 && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Transpose) return rewriteTranspose(n);
+    if (op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Flatten) return replaceWithReshape(n, operand(0));
+    if (op == Op::Reshape && producedBy(operand(0), Op::Reshape))
       return replaceWithReshape(n, operand(0)->producer()->operand(0));
     return false;
   }
 
  private:
-  static std::string_view producerOp(const Value* v) { return v->producer() ? v->producer()->opName() : ""; }
+  static bool producedBy(const Value* v, Op op) { return v->producer() && v->producer()->is(op); }
 
   // Replaces n's single result by v (which has the same type).
   bool forward(Node* n, Value* v) {
@@ -97,7 +97,7 @@ class Canonicalizer {
     for (size_t i = 0; i < q.size(); ++i) identity &= q[i] == static_cast<int64_t>(i);
     if (identity) return forward(n, n->operand(0));
     Node* inner = n->operand(0)->producer();
-    if (!inner || inner->opName() != "transpose") return false;
+    if (!inner || !inner->is(Op::Transpose)) return false;
     // out[i] = mid[q[i]] and mid[j] = x[p[j]], so out[i] = x[p[q[i]]].
     auto innerPerm = ops::resolvePermutation(inner->attr("perm").asInts(), inner->operand(0)->type());
     if (!innerPerm) return false;

@@ -18,7 +18,7 @@ constexpr int64_t kMinFoldLimit = 1 << 16;  // elements a fold may always produc
 
 const Tensor* constantValue(const Value* v) {
   const Node* p = v->producer();
-  if (!p || p->opName() != "constant") return nullptr;
+  if (!p || !p->is(Op::Constant)) return nullptr;
   return &p->attr("value").asTensor();
 }
 
@@ -28,7 +28,7 @@ class ConstantFoldPass : public Pass {
   PassResult run(Graph& g, const PassContext& ctx) override {
     bool changed = false;
     for (Node* n : g.nodes()) {
-      if (n->opName() == "constant") continue;
+      if (n->is(Op::Constant)) continue;
       std::vector<const Tensor*> inputs;
       std::vector<Tensor> placeholders;  // type-only operands of shape_of-like ops
       placeholders.reserve(n->numOperands());
@@ -57,7 +57,7 @@ class ConstantFoldPass : public Pass {
         // fail at run time too; say so now.
         return Error(str(n->opName(), ": cannot be evaluated on its constant operands: ", outs.error().message()));
       }
-      const OpDef* constant = OpRegistry::global().find("constant");
+      const OpDef* constant = &OpRegistry::global().get(Op::Constant);
       for (size_t i = 0; i < n->numResults(); ++i) {
         Tensor& t = (*outs)[i];
         TensorType type = t.type();

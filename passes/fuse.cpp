@@ -116,7 +116,7 @@ class Fuser {
     for (const Node* c : nodes_) {
       for (const Value* v : c->operands()) {
         const Node* p = v->producer();
-        if (!p || !index_.count(p) || p->opName() == "constant") continue;
+        if (!p || !index_.count(p) || p->is(Op::Constant)) continue;
         if (!eligible(*p) || !eligible(*c)) {
           noteRejected(*p, *c, whyIneligible(eligible(*p) ? *c : *p));
           continue;
@@ -196,7 +196,7 @@ class Fuser {
   static std::string kernelName(const std::vector<const Node*>& nodes) {
     std::vector<std::string> ops;
     for (const Node* n : nodes)
-      if (n->opName() != "constant" && (ops.empty() || ops.back() != n->opName())) ops.emplace_back(n->opName());
+      if (!n->is(Op::Constant) && (ops.empty() || ops.back() != n->opName())) ops.emplace_back(n->opName());
     constexpr size_t kMaxNamed = 5;
     std::string name = "fused";
     for (size_t i = 0; i < std::min(ops.size(), kMaxNamed); ++i) name += "_" + ops[i];

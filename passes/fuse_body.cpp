@@ -89,7 +89,7 @@ void replaceWithFused(Graph& g, const std::vector<const Node*>& nodes, const std
   std::unique_ptr<Graph> body = build(g, nodes, name, io);
   std::vector<TensorType> types;
   for (const Value* v : io.outputs) types.push_back(v->type());
-  Node* fused = g.createNode(*OpRegistry::global().find("fused"), io.inputs, types);
+  Node* fused = g.createNode(OpRegistry::global().get(Op::Fused), io.inputs, types);
   fused->setBody(std::move(body));
   // The launch belongs to the phase of the work it starts with.
   fused->copyProvenance(*nodes.front());

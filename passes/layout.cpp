@@ -227,7 +227,7 @@ class LayoutRewriter {
     return true;
   }
   bool foldable(const Value* v) const {
-    return foldableParam(v) || (v->producer() && v->producer()->opName() == "constant");
+    return foldableParam(v) || (v->producer() && v->producer()->is(Op::Constant));
   }
 
   double transposeCost(const Value* v, const Perm& p) const {
@@ -251,7 +251,7 @@ class LayoutRewriter {
       ++r.ops;
       if (n->op().layout.kind != LayoutClass::Native) continue;
       ++r.natives;
-      if (n->opName() != "conv2d" || !model_) continue;
+      if (!n->is(Op::Conv2d) || !model_) continue;
       const Shape &x = n->operand(0)->type().shape, &w = n->operand(1)->type().shape, &y = n->result()->type().shape;
       ConvWork work{x[0], x[1], w[0], w[2], w[3], y[2], y[3], n->attr("groups").asInt(), n->attr("strides").asInts()[1]};
       double oihw = model_->convSeconds(work, true, false);
@@ -301,7 +301,7 @@ class LayoutRewriter {
 
   // The compile-time transpose of a constant's or a parameter's data.
   Expected<Tensor> transposeData(const Tensor& t, Layout tag) {
-    const OpDef& op = *OpRegistry::global().find("transpose");
+    const OpDef& op = OpRegistry::global().get(Op::Transpose);
     KF_ASSIGN_OR_RETURN(AttrMap attrs,
                         completeAttrs(op, {{"perm", Attribute(kToLast)}, {"layout", std::string(layoutName(tag))}}));
     std::vector<TensorType> in{t.type()};
@@ -325,7 +325,7 @@ class LayoutRewriter {
     if (in->type().rank() < 4) {  // a broadcast operand: align it with the rank-4 image first
       Shape padded(4 - in->type().rank(), 1);
       padded.insert(padded.end(), in->type().shape.begin(), in->type().shape.end());
-      in = built(buildNode(g_, "reshape", {in}, {{"shape", Attribute(padded)}}, before));
+      in = built(buildNode(g_, Op::Reshape, {in}, {{"shape", Attribute(padded)}}, before));
       if (!in) return nullptr;
       created_.insert(in->producer());
     }
@@ -333,14 +333,15 @@ class LayoutRewriter {
     std::string tagName(layoutName(tag));
     Value* out = nullptr;
     if (onlyUnitAxesMove(in->type().shape, kToLast)) {
-      out = built(buildNode(g_, "reshape", {in}, {{"shape", Attribute(shape)}, {"layout", tagName}}, before));
-    } else if (in->producer() && in->producer()->opName() == "constant") {
+      out = built(buildNode(g_, Op::Reshape, {in}, {{"shape", Attribute(shape)}, {"layout", tagName}}, before));
+    } else if (in->producer() && in->producer()->is(Op::Constant)) {
       auto data = transposeData(in->producer()->attr("value").asTensor(), tag);
-      if (data) out = built(buildNode(g_, "constant", {}, {{"value", Attribute(std::move(*data))}}, before));
+      if (data) out = built(buildNode(g_, Op::Constant, {}, {{"value", Attribute(std::move(*data))}}, before));
     } else if (foldableParam(in)) {
       out = foldedParam(in, tag);
     }
-    if (!out) out = built(buildNode(g_, "transpose", {in}, {{"perm", Attribute(kToLast)}, {"layout", tagName}}, before));
+    if (!out)
+      out = built(buildNode(g_, Op::Transpose, {in}, {{"perm", Attribute(kToLast)}, {"layout", tagName}}, before));
     if (out && out->producer()) created_.insert(out->producer());
     return memo_[key] = out;
   }
@@ -365,9 +366,9 @@ class LayoutRewriter {
   Value* toFirst(Value* vLast, const TensorType& old, Node* before) {
     Value* out =
         onlyUnitAxesMove(vLast->type().shape, kToFirst)
-            ? built(buildNode(g_, "reshape", {vLast},
+            ? built(buildNode(g_, Op::Reshape, {vLast},
                               {{"shape", Attribute(old.shape)}, {"layout", std::string(layoutName(old.layout))}}, before))
-            : built(buildNode(g_, "transpose", {vLast},
+            : built(buildNode(g_, Op::Transpose, {vLast},
                               {{"perm", Attribute(kToFirst)}, {"layout", std::string(layoutName(old.layout))}}, before));
     if (!out) return nullptr;
     created_.insert(out->producer());
@@ -457,9 +458,9 @@ class LayoutRewriter {
   bool cleanUp() {
     bool changed = false;
     for (Node* n : g_.nodes()) {
-      if (n->opName() != "transpose") continue;
+      if (!n->is(Op::Transpose)) continue;
       Node* inner = n->operand(0)->producer();
-      if (!inner || inner->opName() != "transpose") continue;
+      if (!inner || !inner->is(Op::Transpose)) continue;
       const Perm &p = inner->attr("perm").asInts(), &q = n->attr("perm").asInts();
       if (p.size() != q.size() || p.empty()) continue;
       bool identity = true;
@@ -475,7 +476,7 @@ class LayoutRewriter {
     std::vector<Node*> nodes = g_.nodes();
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       Node* n = *it;
-      if (!created_.count(n) && !(n->opName() == "transpose" && origin_.count(n->result()))) continue;
+      if (!created_.count(n) && !(n->is(Op::Transpose) && origin_.count(n->result()))) continue;
       bool used = false;
       for (size_t i = 0; i < n->numResults(); ++i) used |= n->result(i)->hasUses();
       if (!used) g_.eraseNode(n);

@@ -48,14 +48,14 @@ Expected<Value*> addLoss(Graph& g, LossKind kind) {
         return Error(str("cross_entropy needs logits [batch, classes] as the first result, got ", formatType(t),
                          " (mse fits other outputs)"));
       Value* labels = g.addArgument("labels", TensorType(DType::I64, {t.shape[0]}));
-      Value* loss = b.op("cross_entropy", {out, labels});
+      Value* loss = b.op(Op::CrossEntropy, {out, labels});
       KF_RETURN_IF_ERROR(check(b, "cross_entropy"));
       return loss;
     }
     case LossKind::MSE: {
       if (!isFloat(t.dtype)) return Error(str("mse needs a floating-point output, got ", formatType(t)));
       Value* targets = g.addArgument("labels", TensorType(t.dtype, t.shape));
-      Value* loss = b.op("mse_loss", {out, targets});
+      Value* loss = b.op(Op::MseLoss, {out, targets});
       KF_RETURN_IF_ERROR(check(b, "mse_loss"));
       return loss;
     }
@@ -84,23 +84,23 @@ std::string prefixOf(const std::string& name, std::string_view suffix) {
 // update the running ones (torch: unbiased variance for the running value).
 Status trainBatchNorms(Graph& g, double momentum) {
   for (Node* n : g.nodes()) {
-    if (n->opName() != "batch_norm") continue;
+    if (!n->is(Op::BatchNorm)) continue;
     Value *mean = n->operand(3), *var = n->operand(4);
     const Param* pm = mean->kind() == Value::Kind::Param ? g.module()->findParam(mean->name()) : nullptr;
     const Param* pv = var->kind() == Value::Kind::Param ? g.module()->findParam(var->name()) : nullptr;
     if (!pm || !pv || pm->trainable || pv->trainable) continue;  // statistics computed in the graph: keep
     GradBuilder b(g, n);
-    std::vector<Value*> r = b.ops("batch_norm_train", {n->operand(0), n->operand(1), n->operand(2)},
+    std::vector<Value*> r = b.ops(Op::BatchNormTrain, {n->operand(0), n->operand(1), n->operand(2)},
                                   {{"epsilon", n->attr("epsilon")}});
     KF_RETURN_IF_ERROR(check(b, "batch_norm in training mode"));
     const TensorType& x = n->operand(0)->type();
     double count = static_cast<double>(x.numElements()) / static_cast<double>(mean->type().numElements());
     auto blend = [&](Value* running, Value* batch) {
-      Value* keep = b.op("mul", {running, b.scalarLike(1 - momentum, running)});
-      return b.op("add", {keep, b.op("mul", {batch, b.scalarLike(momentum, batch)})});
+      Value* keep = b.op(Op::Mul, {running, b.scalarLike(1 - momentum, running)});
+      return b.op(Op::Add, {keep, b.op(Op::Mul, {batch, b.scalarLike(momentum, batch)})});
     };
     Value* newMean = blend(mean, r[1]);
-    Value* unbiased = b.op("mul", {r[2], b.scalarLike(count > 1 ? count / (count - 1) : 1.0, r[2])});
+    Value* unbiased = b.op(Op::Mul, {r[2], b.scalarLike(count > 1 ? count / (count - 1) : 1.0, r[2])});
     Value* newVar = blend(var, unbiased);
     KF_RETURN_IF_ERROR(check(b, "batch_norm running statistics"));
     r[0]->setName(n->result()->name());
@@ -113,7 +113,7 @@ Status trainBatchNorms(Graph& g, double momentum) {
         counter && !counter->trainable && counter->type == TensorType(DType::I64, {})) {
       GradBuilder end(g);
       Value* cur = g.paramValue(counter->name);
-      g.addStateUpdate(counter->name, end.op("add", {cur, end.constant(1, DType::I64)}));
+      g.addStateUpdate(counter->name, end.op(Op::Add, {cur, end.constant(1, DType::I64)}));
       KF_RETURN_IF_ERROR(check(end, "num_batches_tracked"));
     }
   }
@@ -123,8 +123,8 @@ Status trainBatchNorms(Graph& g, double momentum) {
 // Dropouts without a step operand draw their masks from the training step.
 Status stepDropouts(Graph& g, Value* step) {
   for (Node* n : g.nodes()) {
-    if (n->opName() != "dropout" || n->numOperands() != 1) continue;
-    auto replaced = buildNode(g, "dropout", {n->operand(0), step}, n->attrs(), n);
+    if (!n->is(Op::Dropout) || n->numOperands() != 1) continue;
+    auto replaced = buildNode(g, Op::Dropout, {n->operand(0), step}, n->attrs(), n);
     if (!replaced) return replaced.error();
     (*replaced)->copyProvenance(*n);
     (*replaced)->result()->setName(n->result()->name());
@@ -139,7 +139,7 @@ Status addUpdate(Graph& g, Value* p, Value* dp, Value* lr, Value* step, const Op
   GradBuilder b(g);
   const std::string& name = p->name();
   const TensorType& t = p->type();
-  Value* plr = t.dtype == DType::F32 ? lr : b.op("cast", {lr}, {{"to", std::string(dtypeName(t.dtype))}});
+  Value* plr = t.dtype == DType::F32 ? lr : b.op(Op::Cast, {lr}, {{"to", std::string(dtypeName(t.dtype))}});
   switch (o.kind) {
     case OptimizerKind::None: return Status::ok();
     case OptimizerKind::SGD: {
@@ -148,13 +148,13 @@ Status addUpdate(Graph& g, Value* p, Value* dp, Value* lr, Value* step, const Op
                     {"nesterov", o.nesterov},
                     {"weight_decay", o.weightDecay}};
       if (o.momentum == 0) {
-        Value* np = b.op("sgd_update", {p, dp, plr}, attrs);
+        Value* np = b.op(Op::SgdUpdate, {p, dp, plr}, attrs);
         KF_RETURN_IF_ERROR(check(b, "sgd_update of @" + name));
         g.addStateUpdate(name, np);
         return Status::ok();
       }
       Value* buf = stateBuffer(g, name + ".momentum_buffer", t);
-      std::vector<Value*> r = b.ops("sgd_update", {p, dp, buf, plr, step}, attrs);
+      std::vector<Value*> r = b.ops(Op::SgdUpdate, {p, dp, buf, plr, step}, attrs);
       KF_RETURN_IF_ERROR(check(b, "sgd_update of @" + name));
       g.addStateUpdate(name, r[0]);
       g.addStateUpdate(buf->name(), r[1]);
@@ -164,7 +164,7 @@ Status addUpdate(Graph& g, Value* p, Value* dp, Value* lr, Value* step, const Op
     case OptimizerKind::AdamW: {
       Value* m = stateBuffer(g, name + ".exp_avg", t);
       Value* v = stateBuffer(g, name + ".exp_avg_sq", t);
-      std::vector<Value*> r = b.ops("adam_update", {p, dp, m, v, plr, step},
+      std::vector<Value*> r = b.ops(Op::AdamUpdate, {p, dp, m, v, plr, step},
                                     {{"beta1", o.beta1},
                                      {"beta2", o.beta2},
                                      {"eps", o.eps},

@@ -186,7 +186,7 @@ class Lowering {
     const Node& n = *v->producer();
     std::vector<TensorType> types;
     OpCall call = callOf(n, types);
-    if (n.opName() == "constant") {
+    if (n.is(Op::Constant)) {
       if (!isSplatConstant(n)) return failAt(n, "only constants with one value can be part of a kernel");
       return Scalar::constant(n.attr("value").asTensor().at(0), computeType(v->type().dtype));
     }
@@ -414,7 +414,7 @@ Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name) {
   for (const auto& n : body.nodeList()) {
     if (!isGemm(*n)) continue;
     if (g.gemm) return Error(str("group @", name, " holds more than one GEMM-like op"));
-    if (n->opName() != "matmul" && n->opName() != "conv2d")
+    if (!n->is(Op::Matmul) && !n->is(Op::Conv2d))
       return Error(str("group @", name, ": '", n->opName(), "' takes no fused epilogue"));
     for (const Value* v : n->operands())
       if (v->producer())

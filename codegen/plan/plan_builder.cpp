@@ -108,7 +108,7 @@ class PlanBuilder {
   }
 
   Status lowerNode(const Node& n) {
-    if (n.opName() == "constant") {
+    if (n.is(Op::Constant)) {
       PlanBuffer b = buffer(names_(n.result()), n.result()->type(), BufferKind::Constant);
       b.constant = std::make_shared<const Tensor>(n.attr("value").asTensor());
       ids_[n.result()] = add(std::move(b));
@@ -124,7 +124,7 @@ class PlanBuilder {
       std::vector<const Value*> args(n.operands().begin(), n.operands().end());
       return lowerGroupNode(n, *n.body(), n.body()->name(), args);
     }
-    if (n.opName() == "matmul" || n.opName() == "conv2d") {
+    if (n.is(Op::Matmul) || n.is(Op::Conv2d)) {
       Step s;
       s.name = uniqueName(std::string(n.opName()));
       std::vector<int> operands;
@@ -215,7 +215,7 @@ class PlanBuilder {
 
   // A matmul or conv2d step writing `out`.
   Status libraryCall(const Node& n, const std::vector<int>& operands, int out, Step& s) {
-    if (n.opName() == "conv2d") {
+    if (n.is(Op::Conv2d)) {
       KF_ASSIGN_OR_RETURN(s.body, convSpec(n, operands, out));
       // One image-group's patch matrix at a time (runtime/cpu_conv.h),
       // computed in f32 for every dtype but f64, unless the target's

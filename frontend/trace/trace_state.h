@@ -38,7 +38,7 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   Tensor wrap(Value* v);
   // Builds one node of `op` over `operands` (which must be ok Tensors of
   // this trace) and returns its results, or a failed Tensor per result.
-  std::vector<Tensor> build(std::string_view op, const std::vector<Value*>& operands, AttrMap attrs,
+  std::vector<Tensor> build(Op op, const std::vector<Value*>& operands, AttrMap attrs,
                             size_t failedResults);
 
   // Access to the private parts of the handles.
@@ -54,8 +54,8 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
 // one live trace, builds it. Otherwise returns `numResults` failed Tensors:
 // the first failed operand's error is passed along unchanged; an empty
 // operand, a finished trace or operands of two traces are new errors.
-std::vector<Tensor> apply(std::string_view op, const std::vector<Tensor>& operands, AttrMap attrs = {},
+std::vector<Tensor> apply(Op op, const std::vector<Tensor>& operands, AttrMap attrs = {},
                           size_t numResults = 1);
-Tensor apply1(std::string_view op, const std::vector<Tensor>& operands, AttrMap attrs = {});
+Tensor apply1(Op op, const std::vector<Tensor>& operands, AttrMap attrs = {});
 
 }  // namespace kfuse::trace::detail

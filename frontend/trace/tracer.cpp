@@ -46,7 +46,7 @@ Tensor TraceState::fail(const Error& e) {
 
 Tensor TraceState::wrap(Value* v) { return Tensor(shared_from_this(), v); }
 
-std::vector<Tensor> TraceState::build(std::string_view op, const std::vector<Value*>& operands, AttrMap attrs,
+std::vector<Tensor> TraceState::build(Op op, const std::vector<Value*>& operands, AttrMap attrs,
                                       size_t failedResults) {
   auto node = buildNode(*graph, op, operands, std::move(attrs));
   if (!node) return std::vector<Tensor>(failedResults, fail(node.error()));
@@ -71,7 +71,7 @@ std::vector<Tensor> failAll(const std::shared_ptr<TraceState>& state, const Erro
 
 }  // namespace
 
-std::vector<Tensor> apply(std::string_view op, const std::vector<Tensor>& operands, AttrMap attrs,
+std::vector<Tensor> apply(Op op, const std::vector<Tensor>& operands, AttrMap attrs,
                           size_t numResults) {
   std::shared_ptr<TraceState> state;
   for (const Tensor& t : operands)
@@ -90,15 +90,15 @@ std::vector<Tensor> apply(std::string_view op, const std::vector<Tensor>& operan
   for (size_t i = 0; i < operands.size(); ++i) {
     const auto& s = TraceState::of(operands[i]);
     if (!s)
-      return failAll(state, Error(str("op '", op, "': operand ", i, " is an empty Tensor (default-constructed)")),
+      return failAll(state, Error(str("op '", opName(op), "': operand ", i, " is an empty Tensor (default-constructed)")),
                      numResults);
     if (s != state)
-      return failAll(state, Error(str("op '", op, "': operand ", i, " belongs to another trace")), numResults);
+      return failAll(state, Error(str("op '", opName(op), "': operand ", i, " belongs to another trace")), numResults);
   }
-  if (!state) return failAll(nullptr, Error(str("op '", op, "': called without operands")), numResults);
+  if (!state) return failAll(nullptr, Error(str("op '", opName(op), "': called without operands")), numResults);
   if (state->finished) {
     // Not recorded: the finished trace's module belongs to its caller now.
-    auto err = std::make_shared<const Error>(str("op '", op, "': the trace has already finished"));
+    auto err = std::make_shared<const Error>(str("op '", opName(op), "': the trace has already finished"));
     return std::vector<Tensor>(numResults, TraceState::failed(state, err));
   }
   std::vector<Value*> values;
@@ -106,7 +106,7 @@ std::vector<Tensor> apply(std::string_view op, const std::vector<Tensor>& operan
   return state->build(op, values, std::move(attrs), numResults);
 }
 
-Tensor apply1(std::string_view op, const std::vector<Tensor>& operands, AttrMap attrs) {
+Tensor apply1(Op op, const std::vector<Tensor>& operands, AttrMap attrs) {
   return apply(op, operands, std::move(attrs), 1).front();
 }
 
@@ -152,7 +152,7 @@ Tensor Tracer::input(std::string name, TensorType type) {
 Tensor Tracer::constant(kfuse::Tensor value) {
   auto s = live(state_, "constant");
   if (!s) return failed(state_, s.error());
-  return state_->build("constant", {}, {{"value", Attribute(std::move(value))}}, 1).front();
+  return state_->build(Op::Constant, {}, {{"value", Attribute(std::move(value))}}, 1).front();
 }
 
 Tensor Tracer::scalar(double value, DType dtype) { return constant(kfuse::Tensor::scalar(dtype, value)); }

@@ -42,7 +42,7 @@ Status requireNonEmptyAxes(const OpCall& c, const std::vector<int64_t>& axes) {
   for (int64_t a : axes)
     if (c.inputs[0].shape[a] == 0)
       return Error(str("cannot reduce axis ", a, " of extent 0 of operand 0 (", formatType(c.inputs[0]),
-                       "): the ", c.op.name == "reduce_min" ? "minimum" : "maximum", " of no elements is undefined"));
+                       "): the ", c.op.id == Op::ReduceMin ? "minimum" : "maximum", " of no elements is undefined"));
   return Status::ok();
 }
 
@@ -94,7 +94,8 @@ OpDef& reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom
              {"keepdims", AttrKind::Bool, Attribute(false)}};
   d.fusion = FusionClass::Reduction;
   d.layout = {LayoutClass::AxisAttrs, {"axes"}, {}, {}, {}, {}};
-  bool needsElements = d.name == "reduce_max" || d.name == "reduce_min";
+  const std::optional<Op> id = findOp(d.name);
+  const bool needsElements = id == Op::ReduceMax || id == Op::ReduceMin;
   d.infer = [dom, needsElements](const OpCall& c) -> Expected<std::vector<TensorType>> {
     KF_RETURN_IF_ERROR(dom == Domain::Float ? ops::requireFloat(c, 0) : ops::requireNumeric(c, 0));
     KF_ASSIGN_OR_RETURN(auto axes, reducedAxes(c));
@@ -105,8 +106,6 @@ OpDef& reduceOp(OpRegistry& r, std::string name, std::string summary, Domain dom
                        std::span<const TensorType> out) { return foldReference(c, *in[0], out[0], fold); };
   return r.add(std::move(d));
 }
-
-// ---- gradients of the reductions
 
 // ---- row programs (how the reductions run inside a fused kernel)
 

@@ -10,14 +10,14 @@ void GradBuilder::setProvenance(const Node& fwd) {
   sourceOp_ = fwd.sourceOp.empty() ? std::string() : fwd.sourceOp + ".grad";
 }
 
-std::vector<Value*> GradBuilder::ops(std::string_view name, const std::vector<Value*>& operands, AttrMap attrs) {
+std::vector<Value*> GradBuilder::ops(Op op, const std::vector<Value*>& operands, AttrMap attrs) {
   if (failed()) return {};
   for (Value* v : operands)
     if (!v) {
-      fail(str("gradient rule passed a missing value to '", name, "'"));
+      fail(str("gradient rule passed a missing value to '", opName(op), "'"));
       return {};
     }
-  auto n = buildNode(g_, name, operands, std::move(attrs), before_);
+  auto n = buildNode(g_, op, operands, std::move(attrs), before_);
   if (!n) {
     fail(n.error().message());
     return {};
@@ -27,11 +27,11 @@ std::vector<Value*> GradBuilder::ops(std::string_view name, const std::vector<Va
   return (*n)->results();
 }
 
-Value* GradBuilder::op(std::string_view name, const std::vector<Value*>& operands, AttrMap attrs) {
-  std::vector<Value*> rs = ops(name, operands, std::move(attrs));
+Value* GradBuilder::op(Op op, const std::vector<Value*>& operands, AttrMap attrs) {
+  std::vector<Value*> rs = ops(op, operands, std::move(attrs));
   if (rs.empty()) return nullptr;
   if (rs.size() != 1) {
-    fail(str("'", name, "' has ", rs.size(), " results where one was expected"));
+    fail(str("'", opName(op), "' has ", rs.size(), " results where one was expected"));
     return nullptr;
   }
   return rs[0];
@@ -40,13 +40,13 @@ Value* GradBuilder::op(std::string_view name, const std::vector<Value*>& operand
 Value* GradBuilder::constant(double v, DType dtype, const Shape& shape) {
   TensorType t(dtype, shape);
   std::vector<double> values(static_cast<size_t>(t.numElements()), v);
-  return op("constant", {}, {{"value", Attribute(Tensor::fromDoubles(t, values))}});
+  return op(Op::Constant, {}, {{"value", Attribute(Tensor::fromDoubles(t, values))}});
 }
 
 Value* GradBuilder::reshape(Value* v, const Shape& shape) {
   if (!v) return nullptr;
   if (v->type().shape == shape && v->type().layout == Layout::Plain) return v;
-  return op("reshape", {v}, {{"shape", Attribute(shape)}});
+  return op(Op::Reshape, {v}, {{"shape", Attribute(shape)}});
 }
 
 Value* GradBuilder::sumToShape(Value* grad, const Shape& target) {
@@ -57,19 +57,19 @@ Value* GradBuilder::sumToShape(Value* grad, const Shape& target) {
   std::vector<int64_t> axes;
   for (size_t d = 0; d < s.size(); ++d)
     if (d < lead || (target[d - lead] == 1 && s[d] != 1)) axes.push_back(static_cast<int64_t>(d));
-  Value* summed = axes.empty() ? grad : op("reduce_sum", {grad}, {{"axes", Attribute(axes)}, {"keepdims", true}});
+  Value* summed = axes.empty() ? grad : op(Op::ReduceSum, {grad}, {{"axes", Attribute(axes)}, {"keepdims", true}});
   return reshape(summed, target);
 }
 
 Value* GradBuilder::withLayout(Value* v, Layout layout) {
   if (!v || v->type().layout == layout) return v;
-  return op("reshape", {v}, {{"shape", Attribute(v->type().shape)}, {"layout", std::string(layoutName(layout))}});
+  return op(Op::Reshape, {v}, {{"shape", Attribute(v->type().shape)}, {"layout", std::string(layoutName(layout))}});
 }
 
 Value* GradBuilder::expandTo(Value* v, const Shape& shape) {
   if (!v) return nullptr;
   if (v->type().shape == shape) return v;
-  return op("expand", {v}, {{"shape", Attribute(shape)}});
+  return op(Op::Expand, {v}, {{"shape", Attribute(shape)}});
 }
 
 }  // namespace kfuse

@@ -26,8 +26,8 @@ class GradBuilder {
   // source name, and its op with a ".grad" suffix).
   void setProvenance(const Node& fwd);
 
-  Value* op(std::string_view name, const std::vector<Value*>& operands, AttrMap attrs = {});
-  std::vector<Value*> ops(std::string_view name, const std::vector<Value*>& operands, AttrMap attrs = {});
+  Value* op(Op op, const std::vector<Value*>& operands, AttrMap attrs = {});
+  std::vector<Value*> ops(Op op, const std::vector<Value*>& operands, AttrMap attrs = {});
   // A constant of the given dtype and shape filled with v.
   Value* constant(double v, DType dtype, const Shape& shape = {});
   Value* scalarLike(double v, const Value* like) { return like ? constant(v, like->type().dtype) : nullptr; }

@@ -49,10 +49,10 @@ std::vector<Value*> matmulGrad(GradBuilder& b, const Node& n, std::span<Value* c
   Value* a = asMatrix(b, n.operand(0), true);
   Value* bm = asMatrix(b, n.operand(1), false);
   Value* dy = dyAsMatrix(b, n, dys[0]);
-  Value* da = ta ? b.op("matmul", {bm, dy}, {{"transpose_a", tb}, {"transpose_b", true}})
-                 : b.op("matmul", {dy, bm}, {{"transpose_b", !tb}});
-  Value* db = tb ? b.op("matmul", {dy, a}, {{"transpose_a", true}, {"transpose_b", ta}})
-                 : b.op("matmul", {a, dy}, {{"transpose_a", !ta}});
+  Value* da = ta ? b.op(Op::Matmul, {bm, dy}, {{"transpose_a", tb}, {"transpose_b", true}})
+                 : b.op(Op::Matmul, {dy, bm}, {{"transpose_b", !tb}});
+  Value* db = tb ? b.op(Op::Matmul, {dy, a}, {{"transpose_a", true}, {"transpose_b", ta}})
+                 : b.op(Op::Matmul, {a, dy}, {{"transpose_a", !ta}});
   return {foldTo(b, da, a, n.operand(0)), foldTo(b, db, bm, n.operand(1))};
 }
 
@@ -66,12 +66,12 @@ std::vector<Value*> convGrad(GradBuilder& b, const Node& n, std::span<Value* con
   inputAttrs["input_shape"] = Attribute(x->type().shape);
   weightAttrs["weight_shape"] = Attribute(w->type().shape);
   weightAttrs["weight_layout"] = Attribute(std::string(layoutName(w->type().layout)));
-  std::vector<Value*> grads = {b.op("conv2d_grad_input", {dys[0], w}, inputAttrs),
-                               b.op("conv2d_grad_weight", {dys[0], x}, weightAttrs)};
+  std::vector<Value*> grads = {b.op(Op::Conv2dGradInput, {dys[0], w}, inputAttrs),
+                               b.op(Op::Conv2dGradWeight, {dys[0], x}, weightAttrs)};
   if (n.numOperands() > 2) {
     bool nhwc = x->type().layout == Layout::NHWC;
     std::vector<int64_t> axes = nhwc ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 2, 3};
-    grads.push_back(b.op("reduce_sum", {dys[0]}, {{"axes", Attribute(axes)}}));
+    grads.push_back(b.op(Op::ReduceSum, {dys[0]}, {{"axes", Attribute(axes)}}));
   }
   return grads;
 }

@@ -8,7 +8,7 @@ namespace kfuse::gradients {
 namespace {
 
 std::vector<Value*> crossEntropyGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  return {b.op("cross_entropy_grad", {dys[0], n.operand(0), n.operand(1)}, n.attrs()), nullptr};
+  return {b.op(Op::CrossEntropyGrad, {dys[0], n.operand(0), n.operand(1)}, n.attrs()), nullptr};
 }
 
 // d loss / da = dloss * 2 (a - b) / count (count = 1 for "sum"), and
@@ -17,9 +17,9 @@ std::vector<Value*> crossEntropyGrad(GradBuilder& b, const Node& n, std::span<Va
 std::vector<Value*> mseGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
   Value *a = n.operand(0), *bv = n.operand(1);
   double count = n.attr("reduction").asString() == "mean" ? static_cast<double>(a->type().numElements()) : 1.0;
-  Value* scale = b.op("mul", {dys[0], b.scalarLike(2.0 / count, dys[0])});
-  Value* da = b.op("mul", {b.op("sub", {a, bv}), scale});
-  return {ops::withLayout(b, da, a->type().layout), ops::withLayout(b, b.op("neg", {da}), bv->type().layout)};
+  Value* scale = b.op(Op::Mul, {dys[0], b.scalarLike(2.0 / count, dys[0])});
+  Value* da = b.op(Op::Mul, {b.op(Op::Sub, {a, bv}), scale});
+  return {ops::withLayout(b, da, a->type().layout), ops::withLayout(b, b.op(Op::Neg, {da}), bv->type().layout)};
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ Value* perChannel(GradBuilder& b, Value* v, const TensorType& x, int64_t axis) {
 }
 
 Value* sumOverBatch(GradBuilder& b, Value* v, const TensorType& x, int64_t axis) {
-  return b.op("reduce_sum", {v}, {{"axes", Attribute(reducedAxes(x, axis))}});
+  return b.op(Op::ReduceSum, {v}, {{"axes", Attribute(reducedAxes(x, axis))}});
 }
 
 // Inference form, with k = scale * rsqrt(var + eps) per channel:
@@ -36,10 +36,10 @@ std::vector<Value*> batchNormGrad(GradBuilder& b, const Node& n, std::span<Value
   Value *dy = dys[0], *x = n.operand(0), *scale = n.operand(1), *mean = n.operand(3), *var = n.operand(4);
   const TensorType& xt = x->type();
   int64_t axis = *channelAxisOf(xt, "x");
-  Value* invStd = b.op("rsqrt", {b.op("add", {var, b.scalarLike(n.attr("epsilon").asFloat(), var)})});
-  Value* dx = b.op("mul", {dy, perChannel(b, b.op("mul", {scale, invStd}), xt, axis)});
-  Value* centered = b.op("sub", {x, perChannel(b, mean, xt, axis)});
-  Value* dscale = b.op("mul", {sumOverBatch(b, b.op("mul", {dy, centered}), xt, axis), invStd});
+  Value* invStd = b.op(Op::Rsqrt, {b.op(Op::Add, {var, b.scalarLike(n.attr("epsilon").asFloat(), var)})});
+  Value* dx = b.op(Op::Mul, {dy, perChannel(b, b.op(Op::Mul, {scale, invStd}), xt, axis)});
+  Value* centered = b.op(Op::Sub, {x, perChannel(b, mean, xt, axis)});
+  Value* dscale = b.op(Op::Mul, {sumOverBatch(b, b.op(Op::Mul, {dy, centered}), xt, axis), invStd});
   return {dx, dscale, sumOverBatch(b, dy, xt, axis), nullptr, nullptr};
 }
 
@@ -54,12 +54,12 @@ Value* statisticsGrad(GradBuilder& b, const Node& n, Value* dmean, Value* dvar, 
   double m = static_cast<double>(xt.numElements()) / static_cast<double>(xt.shape[static_cast<size_t>(axis)]);
   Value* total = nullptr;
   if (dvar) {
-    Value* centered = b.op("sub", {x, perChannel(b, n.result(1), xt, axis)});
-    total = b.op("mul", {centered, perChannel(b, b.op("mul", {dvar, b.scalarLike(2.0 / m, dvar)}), xt, axis)});
+    Value* centered = b.op(Op::Sub, {x, perChannel(b, n.result(1), xt, axis)});
+    total = b.op(Op::Mul, {centered, perChannel(b, b.op(Op::Mul, {dvar, b.scalarLike(2.0 / m, dvar)}), xt, axis)});
   }
   if (dmean) {
-    Value* share = b.expandTo(perChannel(b, b.op("div", {dmean, b.scalarLike(m, dmean)}), xt, axis), xt.shape);
-    total = total ? b.op("add", {total, share}) : share;
+    Value* share = b.expandTo(perChannel(b, b.op(Op::Div, {dmean, b.scalarLike(m, dmean)}), xt, axis), xt.shape);
+    total = total ? b.op(Op::Add, {total, share}) : share;
   }
   return total;
 }
@@ -69,13 +69,13 @@ std::vector<Value*> batchNormTrainGrad(GradBuilder& b, const Node& n, std::span<
   int64_t axis = *channelAxisOf(x->type(), "x");
   std::vector<Value*> grads(3, nullptr);
   if (dys[0]) {
-    std::vector<Value*> r = b.ops("batch_norm_train_grad", {dys[0], x, n.operand(1), n.result(1), n.result(2)},
+    std::vector<Value*> r = b.ops(Op::BatchNormTrainGrad, {dys[0], x, n.operand(1), n.result(1), n.result(2)},
                                   {{"epsilon", n.attr("epsilon")}});
     if (r.size() == 3) grads = r;
   }
   if (dys[1] || dys[2]) {
     Value* stats = statisticsGrad(b, n, dys[1], dys[2], axis);
-    grads[0] = ops::withLayout(b, grads[0] ? b.op("add", {grads[0], stats}) : stats, x->type().layout);
+    grads[0] = ops::withLayout(b, grads[0] ? b.op(Op::Add, {grads[0], stats}) : stats, x->type().layout);
   }
   return grads;
 }
@@ -84,7 +84,7 @@ std::vector<Value*> layerNormGrad(GradBuilder& b, const Node& n, std::span<Value
   std::vector<Value*> operands = {dys[0], n.operand(0)};
   if (n.numOperands() > 1) operands.push_back(n.operand(1));
   std::vector<Value*> r =
-      b.ops("layer_norm_grad", operands, {{"axis", n.attr("axis")}, {"epsilon", n.attr("epsilon")}});
+      b.ops(Op::LayerNormGrad, operands, {{"axis", n.attr("axis")}, {"epsilon", n.attr("epsilon")}});
   std::vector<Value*> grads(n.numOperands(), nullptr);
   for (size_t i = 0; i < grads.size() && i < r.size(); ++i) grads[i] = r[i];
   return grads;
@@ -97,7 +97,7 @@ std::vector<Value*> dropoutGrad(GradBuilder& b, const Node& n, std::span<Value* 
   std::vector<Value*> operands = {dys[0]};
   if (n.numOperands() > 1) operands.push_back(n.operand(1));
   std::vector<Value*> grads(n.numOperands(), nullptr);
-  grads[0] = b.op("dropout", operands, n.attrs());
+  grads[0] = b.op(Op::Dropout, operands, n.attrs());
   return grads;
 }
 

@@ -11,13 +11,13 @@ namespace {
 // avg_pool2d_grad needs only x's shape, max_pool2d_grad x itself (to find
 // each window's maximum again rather than saving indices).
 std::vector<Value*> maxPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  return {b.op("max_pool2d_grad", {dys[0], n.operand(0)}, n.attrs())};
+  return {b.op(Op::MaxPool2dGrad, {dys[0], n.operand(0)}, n.attrs())};
 }
 
 std::vector<Value*> avgPoolGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
   AttrMap attrs = n.attrs();
   attrs["input_shape"] = Attribute(n.operand(0)->type().shape);
-  return {b.op("avg_pool2d_grad", {dys[0]}, std::move(attrs))};
+  return {b.op(Op::AvgPool2dGrad, {dys[0]}, std::move(attrs))};
 }
 
 // dx = dy / (H * W), spread over H and W. expand yields a plain value, so
@@ -27,7 +27,7 @@ std::vector<Value*> globalAvgPoolGrad(GradBuilder& b, const Node& n, std::span<V
   bool nhwc = x.layout == Layout::NHWC;
   double area = static_cast<double>(nhwc ? x.shape[1] * x.shape[2] : x.shape[2] * x.shape[3]);
   Value* spread = b.expandTo(dys[0], x.shape);
-  return {ops::withLayout(b, b.op("div", {spread, b.scalarLike(area, spread)}), x.layout)};
+  return {ops::withLayout(b, b.op(Op::Div, {spread, b.scalarLike(area, spread)}), x.layout)};
 }
 
 }  // namespace

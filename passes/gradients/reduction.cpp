@@ -33,7 +33,7 @@ std::vector<Value*> sumGrad(GradBuilder& b, const Node& n, std::span<Value* cons
 std::vector<Value*> meanGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
   int64_t count = 1;
   for (int64_t a : nodeAxes(n)) count *= n.operand(0)->type().shape[a];
-  Value* share = b.op("div", {dy[0], b.scalarLike(static_cast<double>(count), dy[0])});
+  Value* share = b.op(Op::Div, {dy[0], b.scalarLike(static_cast<double>(count), dy[0])});
   return {spreadBack(b, n, share)};
 }
 
@@ -41,14 +41,14 @@ std::vector<Value*> meanGrad(GradBuilder& b, const Node& n, std::span<Value* con
 // (as torch.amax / amin do).
 std::vector<Value*> extremumGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
   Value* x = n.operand(0);
-  Value* mask = b.op("equal", {x, spreadBack(b, n, n.result())});
-  Value* ones = b.op("cast", {mask}, {{"to", Attribute(std::string(dtypeName(x->type().dtype)))}});
-  Value* ties = b.op("reduce_sum", {ones}, {{"axes", Attribute(nodeAxes(n))}, {"keepdims", true}});
-  Value* share = b.op("div", {spreadBack(b, n, dy[0]), b.expandTo(ties, x->type().shape)});
-  return {b.op("where", {mask, share, b.scalarLike(0, share)})};
+  Value* mask = b.op(Op::Equal, {x, spreadBack(b, n, n.result())});
+  Value* ones = b.op(Op::Cast, {mask}, {{"to", Attribute(std::string(dtypeName(x->type().dtype)))}});
+  Value* ties = b.op(Op::ReduceSum, {ones}, {{"axes", Attribute(nodeAxes(n))}, {"keepdims", true}});
+  Value* share = b.op(Op::Div, {spreadBack(b, n, dy[0]), b.expandTo(ties, x->type().shape)});
+  return {b.op(Op::Where, {mask, share, b.scalarLike(0, share)})};
 }
 
-GradFn softmaxGrad(const char* gradOp) {
+GradFn softmaxGrad(Op gradOp) {
   return [gradOp](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
     return {b.op(gradOp, {dy[0], n.result()}, {{"axis", n.attr("axis")}})};
   };
@@ -61,8 +61,8 @@ void addReductionRules(GradientRules& r) {
   r.add("reduce_mean", meanGrad);
   r.add("reduce_max", extremumGrad);
   r.add("reduce_min", extremumGrad);
-  r.add("softmax", softmaxGrad("softmax_grad"));
-  r.add("log_softmax", softmaxGrad("log_softmax_grad"));
+  r.add("softmax", softmaxGrad(Op::SoftmaxGrad));
+  r.add("log_softmax", softmaxGrad(Op::LogSoftmaxGrad));
 }
 
 }  // namespace kfuse::gradients

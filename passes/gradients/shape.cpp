@@ -25,7 +25,7 @@ std::vector<Value*> transposeGrad(GradBuilder& b, const Node& n, std::span<Value
   }
   std::vector<int64_t> inverse(perm->size());
   for (size_t i = 0; i < perm->size(); ++i) inverse[static_cast<size_t>((*perm)[i])] = static_cast<int64_t>(i);
-  return {b.op("transpose", {dy[0]},
+  return {b.op(Op::Transpose, {dy[0]},
                {{"perm", Attribute(inverse)}, {"layout", std::string(layoutName(n.operand(0)->type().layout))}})};
 }
 
@@ -35,7 +35,7 @@ std::vector<Value*> concatGrad(GradBuilder& b, const Node& n, std::span<Value* c
   std::vector<Value*> out;
   for (Value* x : n.operands()) {
     int64_t size = x->type().shape[axis];
-    out.push_back(b.op("slice", {dy[0]},
+    out.push_back(b.op(Op::Slice, {dy[0]},
                        {{"starts", std::vector<int64_t>{offset}},
                         {"ends", std::vector<int64_t>{offset + size}},
                         {"axes", std::vector<int64_t>{axis}}}));
@@ -51,7 +51,7 @@ std::vector<Value*> splitGrad(GradBuilder& b, const Node& n, std::span<Value* co
     const TensorType& t = n.result(i)->type();
     pieces.push_back(dy[i] ? dy[i] : b.constant(0, t.dtype, t.shape));
   }
-  return {b.op("concat", pieces, {{"axis", n.attr("axis")}})};
+  return {b.op(Op::Concat, pieces, {{"axis", n.attr("axis")}})};
 }
 
 // dy summed back over the broadcast axes.

@@ -30,7 +30,7 @@ std::vector<Value*> sliceGrad(GradBuilder& b, const Node& n, std::span<Value* co
     ends.push_back(shape[d] - (a.count == 0 ? 0 : a.start) - a.count);
   }
   begins.insert(begins.end(), ends.begin(), ends.end());
-  return {b.op("pad", {dy[0]}, {{"pads", Attribute(begins)}})};
+  return {b.op(Op::Pad, {dy[0]}, {{"pads", Attribute(begins)}})};
 }
 
 // Constant padding places x inside the result: padding dy with the negated
@@ -42,12 +42,12 @@ std::vector<Value*> padGrad(GradBuilder& b, const Node& n, std::span<Value* cons
   }
   std::vector<int64_t> pads = n.attr("pads").asInts();
   for (int64_t& p : pads) p = -p;
-  return {b.op("pad", {dy[0]}, {{"pads", Attribute(pads)}})};
+  return {b.op(Op::Pad, {dy[0]}, {{"pads", Attribute(pads)}})};
 }
 
 std::vector<Value*> gatherGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
   int64_t axis = *normalizeAxis(n.attr("axis").asInt(), static_cast<int64_t>(n.operand(0)->type().rank()));
-  return {b.op("gather_grad", {dy[0], n.operand(1)},
+  return {b.op(Op::GatherGrad, {dy[0], n.operand(1)},
                {{"axis", Attribute(axis)}, {"size", Attribute(n.operand(0)->type().shape[axis])}}),
           nullptr};
 }

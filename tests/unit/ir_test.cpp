@@ -19,6 +19,21 @@ Node* build(Graph& g, std::string_view op, std::vector<Value*> operands, AttrMap
   return *n;
 }
 
+// Every op of the registry has exactly one handle (ir/ops/ops.def), and the
+// handle finds the op again.
+TEST(OpHandles, EveryRegisteredOpHasOneHandle) {
+  const OpRegistry& r = OpRegistry::global();
+  EXPECT_EQ(r.all().size(), kOpCount);
+  for (const OpDef* op : r.all()) {
+    EXPECT_EQ(findOp(op->name), op->id) << op->name;
+    EXPECT_EQ(opName(op->id), op->name);
+    EXPECT_EQ(&r.get(op->id), op) << op->name;
+  }
+  EXPECT_EQ(findOp("conv2d"), Op::Conv2d);
+  EXPECT_EQ(findOp("no_such_op"), std::nullopt);
+  EXPECT_EQ(r.find("no_such_op"), nullptr);
+}
+
 TEST(Graph, UseListsFollowEdits) {
   Module m;
   Graph* g = m.addFunction("main");
