@@ -21,6 +21,19 @@ class CudaExecutor : public Executor {
     KF_ASSIGN_OR_RETURN(CudaRunner * runner, runnerFor(fn));
     return runner->run(*fn.module(), args);
   }
+  // The loss guard as on the cpu target (runtime/plan_runner.h): a
+  // non-finite loss stops the step before any parameter is written. The
+  // state comes back every step (nothing kept on the device).
+  Expected<InterpreterResult> runTrainingStep(const Graph& fn, const std::vector<Tensor>& args, int guard,
+                                              bool& kept) override {
+    kept = false;
+    if (auto driver = loadDriver(); !driver)
+      return driver.error().context(str("the cuda target cannot run @", fn.name()));
+    KF_ASSIGN_OR_RETURN(CudaRunner * runner, runnerFor(fn));
+    RunOptions ro;
+    if (guard >= 0 && runner->canGuard(guard)) ro.finiteOutput = guard;
+    return runner->run(*fn.module(), args, ro);
+  }
   uint64_t launches() const override {
     uint64_t total = 0;
     for (const auto& [fn, r] : runners_) total += r->launches();
@@ -56,6 +69,7 @@ class CudaExecutor : public Executor {
     CudaRunnerOptions ro;
     ro.cudaGraph = opts_.cudaGraph;
     ro.profile = opts_.profile;
+    ro.poison = opts_.poison;
     KF_ASSIGN_OR_RETURN(auto runner, CudaRunner::create(plan, std::move(program), ro));
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }

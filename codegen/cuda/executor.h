@@ -17,6 +17,7 @@ struct CudaExecutorOptions {
   bool cudaGraph = false;  // capture each run as a CUDA Graph, replay it after
   bool inplace = true;     // in-place rewriting of the plans (--no-inplace)
   bool profile = false;    // per-step times (Executor::stepTimes); not with cudaGraph
+  bool poison = poisonByDefault();  // poison dead buffers (runtime/plan_runner.h)
 };
 
 std::unique_ptr<Executor> createCudaExecutor(CudaExecutorOptions opts = {});

@@ -57,6 +57,7 @@ Status CudaRunner::init() {
   KF_RETURN_IF_ERROR(check("cuStreamCreate", cu_->streamCreate(&stream_, CU_STREAM_NON_BLOCKING)));
   if (opts_.profile) {
     events_.assign(program_.steps.size(), {nullptr, nullptr});
+    recorded_.assign(program_.steps.size(), false);
     for (size_t i = 0; i < events_.size(); ++i) {
       if (program_.steps[i].mode == StepMode::Host) continue;
       KF_RETURN_IF_ERROR(check("cuEventCreate", cu_->eventCreate(&events_[i].first, CU_EVENT_DEFAULT)));
@@ -118,23 +119,20 @@ Status CudaRunner::init() {
   DeviceAllocation a = deviceAllocation(end, program_.scratchBytes, program_.matmulWorkspaceBytes, program_.steps);
   scratchOffset_ = a.scratchOffset;
   workspaceOffset_ = a.workspaceOffset;
-  bytes_ = a.total;
+  bytesAllocated_ = a.total;
   size_t freeBytes = 0, totalBytes = 0;
   KF_RETURN_IF_ERROR(check("cuMemGetInfo", cu_->memGetInfo(&freeBytes, &totalBytes)));
-  CUresult res = cu_->memAlloc(&base_, std::max<uint64_t>(bytes_, 1));
+  CUresult res = cu_->memAlloc(&base_, std::max<uint64_t>(bytesAllocated_, 1));
   if (res != CUDA_SUCCESS) {
     base_ = 0;
-    return Error(str("device out of memory: the plan needs ", bytes_, " bytes, ", freeBytes, " of ", totalBytes,
-                     " are available (", cu_->describe("cuMemAlloc", res), ")"));
+    return Error(str("device out of memory: the plan needs ", bytesAllocated_, " bytes, ", freeBytes, " of ",
+                     totalBytes, " are available (", cu_->describe("cuMemAlloc", res), ")"));
   }
   // The scratch starts zeroed; kernels leave it zeroed (prelude: last-block
   // counters and grid barriers reset themselves).
   if (program_.scratchBytes > 0)
     KF_RETURN_IF_ERROR(check("cuMemsetD8", cu_->memsetD8(base_ + scratchOffset_, 0, program_.scratchBytes)));
-  for (size_t b = 0; b < p.buffers.size(); ++b)
-    if (p.buffers[b].kind == BufferKind::Constant && p.buffers[b].constant)
-      KF_RETURN_IF_ERROR(upload(static_cast<int>(b), *p.buffers[b].constant));
-  return Status::ok();
+  return Status::ok();  // constants: the first run binds them (PlanRunner)
 }
 
 CudaRunner::~CudaRunner() {
@@ -160,24 +158,46 @@ Status CudaRunner::upload(int buffer, const Tensor& t) {
   return check("cuMemcpyHtoD", cu_->memcpyHtoD(pointer(buffer), t.data(), t.byteSize()));
 }
 
-Expected<Tensor> CudaRunner::download(int buffer) const {
-  Tensor t(plan_->buffers[static_cast<size_t>(buffer)].type);
-  if (t.byteSize() > 0) KF_RETURN_IF_ERROR(check("cuMemcpyDtoH", cu_->memcpyDtoH(t.data(), pointer(buffer), t.byteSize())));
-  return t;
+Status CudaRunner::download(int buffer, Tensor& into) {
+  if (into.byteSize() == 0) return Status::ok();
+  return check("cuMemcpyDtoH", cu_->memcpyDtoH(into.data(), pointer(buffer), into.byteSize()));
 }
 
-Status CudaRunner::uploadParams(const Module& m) {
-  for (size_t b = 0; b < plan_->buffers.size(); ++b) {
-    const PlanBuffer& buf = plan_->buffers[b];
-    if (buf.kind != BufferKind::Param) continue;
-    const Param* param = m.findParam(buf.param);
-    if (!param || !param->data) return Error(str("parameter @", buf.param, " has no data"));
-    auto it = resident_.find(buf.param);
-    if (it != resident_.end() && it->second == param->data) continue;
-    KF_RETURN_IF_ERROR(upload(static_cast<int>(b), *param->data));
-    resident_[buf.param] = param->data;
+Status CudaRunner::copyBuffer(int dst, int src) {
+  uint64_t bytes = plan_->buffers[static_cast<size_t>(dst)].type.byteSize();
+  if (bytes == 0) return Status::ok();
+  return check("cuMemcpyDtoD", cu_->memcpyDtoD(pointer(dst), pointer(src), bytes));
+}
+
+Status CudaRunner::synchronize() const { return check("cuStreamSynchronize", cu_->streamSynchronize(stream_)); }
+
+// The arena with 0xFF bytes (NaN in every float type); a buffer with its
+// dtype's NaN, or 0xAB bytes (runtime/poison.h). On the stream, in order
+// with the launches around them.
+Status CudaRunner::poisonArena() {
+  const Plan& p = *plan_;
+  if (p.arenaBytes == 0) return Status::ok();
+  return check("cuMemsetD8Async", cu_->memsetD8Async(base_ + p.residentBytes, 0xFF, p.arenaBytes, stream_));
+}
+
+Status CudaRunner::poisonBuffer(int buffer) {
+  const TensorType& t = plan_->buffers[static_cast<size_t>(buffer)].type;
+  const uint64_t bytes = t.byteSize();
+  if (bytes == 0) return Status::ok();
+  switch (t.dtype) {
+    // An f64 of two 0x7FF80000 words is a NaN too.
+    case DType::F32:
+    case DType::F64:
+      return check("cuMemsetD32Async", cu_->memsetD32Async(pointer(buffer), 0x7FC00000u, bytes / 4, stream_));
+    case DType::F16: return check("cuMemsetD16Async", cu_->memsetD16Async(pointer(buffer), 0x7E00, bytes / 2, stream_));
+    case DType::BF16: return check("cuMemsetD16Async", cu_->memsetD16Async(pointer(buffer), 0x7FC0, bytes / 2, stream_));
+    default: return check("cuMemsetD8Async", cu_->memsetD8Async(pointer(buffer), 0xAB, bytes, stream_));
   }
-  return Status::ok();
+}
+
+Expected<bool> CudaRunner::allFinite(int buffer) {
+  KF_RETURN_IF_ERROR(synchronize());
+  return PlanRunner::allFinite(buffer);
 }
 
 Status CudaRunner::launch(const KernelLaunch& l) {
@@ -188,7 +208,7 @@ Status CudaRunner::launch(const KernelLaunch& l) {
   std::vector<void*> params;
   for (CUdeviceptr& p : ptrs) params.push_back(&p);
   uint32_t grid = l.grid;
-  ++launches_;
+  if (!capturing_) countLaunches(1);
   if (l.cooperative) {
     // Every block must be resident at once for the grid barrier; the
     // kernel is written for any grid size.
@@ -204,7 +224,7 @@ Status CudaRunner::launch(const KernelLaunch& l) {
 }
 
 Status CudaRunner::runMatmul(const MatmulCall& c) {
-  ++launches_;
+  if (!capturing_) countLaunches(1);
   const bool f64 = c.dtype == DType::F64;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
@@ -291,26 +311,28 @@ Status CudaRunner::runStep(size_t i) {
     KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
     auto start = std::chrono::steady_clock::now();
     KF_RETURN_IF_ERROR(runHostStep(plan_->steps[i]));
-    runTimes_[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stepSeconds()[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::ok();
   }
   KF_RETURN_IF_ERROR(check("cuEventRecord", cu_->eventRecord(events_[i].first, stream_)));
   KF_RETURN_IF_ERROR(runDeviceStep(s));
-  return check("cuEventRecord", cu_->eventRecord(events_[i].second, stream_));
+  KF_RETURN_IF_ERROR(check("cuEventRecord", cu_->eventRecord(events_[i].second, stream_)));
+  recorded_[i] = true;
+  return Status::ok();
 }
 
-// The device steps' times of the run just synchronised, then the run's
-// times added to the totals.
+// The times of the device steps the run just synchronised recorded (all of
+// them, unless the loss guard stopped it).
 Status CudaRunner::readStepTimes() {
   for (size_t i = 0; i < events_.size(); ++i) {
     auto [before, after] = events_[i];
-    if (!before) continue;
+    if (!before || !recorded_[i]) continue;
+    recorded_[i] = false;
     KF_RETURN_IF_ERROR(check("cuEventSynchronize", cu_->eventSynchronize(after)));
     float ms = 0;
     KF_RETURN_IF_ERROR(check("cuEventElapsedTime", cu_->eventElapsedTime(&ms, before, after)));
-    runTimes_[i] = static_cast<double>(ms) * 1e-3;
+    stepSeconds()[i] = static_cast<double>(ms) * 1e-3;
   }
-  times_.add(runTimes_);
   return Status::ok();
 }
 
@@ -321,7 +343,8 @@ Status CudaRunner::runHostStep(const Step& s) {
   std::vector<Tensor> inputs;
   std::vector<TensorType> inTypes, outTypes;
   for (int b : s.reference().inputs) {
-    KF_ASSIGN_OR_RETURN(Tensor t, download(b));
+    Tensor t(plan_->buffers[static_cast<size_t>(b)].type);
+    KF_RETURN_IF_ERROR(download(b, t));
     inTypes.push_back(t.type());
     inputs.push_back(std::move(t));
   }
@@ -334,64 +357,42 @@ Status CudaRunner::runHostStep(const Step& s) {
   return Status::ok();
 }
 
-Expected<InterpreterResult> CudaRunner::run(const Module& m, const std::vector<Tensor>& args) {
-  const Plan& p = *plan_;
-  if (args.size() != p.inputs.size())
-    return Error(str("@", p.function, " takes ", p.inputs.size(), " arguments, not ", args.size()));
-  KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
-  for (size_t i = 0; i < args.size(); ++i) KF_RETURN_IF_ERROR(upload(p.inputs[i], args[i]));
-  KF_RETURN_IF_ERROR(uploadParams(m));
+// The launches queued by an earlier run are done before this one binds.
+Status CudaRunner::beginRun() { return synchronize(); }
 
-  if (opts_.cudaGraph) {
-    if (program_.hostSteps() > 0)
-      return Error(str("--cuda-graph: @", p.function, " has ", program_.hostSteps(),
-                       " step(s) run on the host (reference ops), which a CUDA Graph cannot hold"));
-    if (!graphExec_) {
-      // Capture records the launches without running them; counted once per replay instead.
-      uint64_t before = launches_;
-      KF_RETURN_IF_ERROR(check("cuStreamBeginCapture", cu_->streamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
-      Status captured = Status::ok();
-      for (const StepProgram& s : program_.steps)
-        if (captured) captured = runDeviceStep(s);
-      CUresult end = cu_->streamEndCapture(stream_, &graph_);
-      launches_ = before;
-      KF_RETURN_IF_ERROR(captured);
-      KF_RETURN_IF_ERROR(check("cuStreamEndCapture", end));
-      KF_RETURN_IF_ERROR(check("cuGraphInstantiate", cu_->graphInstantiate(&graphExec_, graph_, 0)));
-    }
-    ++launches_;
-    KF_RETURN_IF_ERROR(check("cuGraphLaunch", cu_->graphLaunch(graphExec_, stream_)));
-  } else {
-    if (opts_.profile) runTimes_.assign(p.steps.size(), 0.0);
-    for (size_t i = 0; i < p.steps.size(); ++i)
-      if (Status st = runStep(i); !st) return st.error().context(str("step ", i, " (", p.steps[i].name, ")"));
-  }
-  KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
+Status CudaRunner::finishRun() {
+  KF_RETURN_IF_ERROR(synchronize());
   if (opts_.profile) KF_RETURN_IF_ERROR(readStepTimes());
+  return Status::ok();
+}
 
-  InterpreterResult r;
-  for (int b : p.outputs) {
-    KF_ASSIGN_OR_RETURN(Tensor t, download(b));
-    r.outputs.push_back(std::move(t));
+// With cudaGraph, the first run captures every device step as a CUDA Graph
+// and every run replays it: one launch from the host.
+Expected<bool> CudaRunner::runAllSteps() {
+  if (!cudaGraph_) return false;
+  const Plan& p = *plan_;
+  if (program_.hostSteps() > 0)
+    return Error(str("--cuda-graph: @", p.function, " has ", program_.hostSteps(),
+                     " step(s) run on the host (reference ops), which a CUDA Graph cannot hold"));
+  // Poisoning: the arena before the replay (PlanRunner); a graph runs its
+  // steps without the host in between, so no buffer is poisoned at its
+  // last use.
+  if (!graphExec_) {
+    // Capture records the launches without running them; counted once per replay instead.
+    capturing_ = true;
+    KF_RETURN_IF_ERROR(check("cuStreamBeginCapture", cu_->streamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+    Status captured = Status::ok();
+    for (const StepProgram& s : program_.steps)
+      if (captured) captured = runDeviceStep(s);
+    CUresult end = cu_->streamEndCapture(stream_, &graph_);
+    capturing_ = false;
+    KF_RETURN_IF_ERROR(captured);
+    KF_RETURN_IF_ERROR(check("cuStreamEndCapture", end));
+    KF_RETURN_IF_ERROR(check("cuGraphInstantiate", cu_->graphInstantiate(&graphExec_, graph_, 0)));
   }
-  for (const auto& [param, b] : p.updates) {
-    KF_ASSIGN_OR_RETURN(Tensor t, download(b));
-    auto value = std::make_shared<const Tensor>(std::move(t));
-    // The new value is what the device holds for the parameter from now on:
-    // copy it into the parameter's own storage when the update was written
-    // elsewhere, and remember the tensor so that, once the caller applies
-    // it, the next run uploads nothing.
-    for (size_t pb = 0; pb < p.buffers.size(); ++pb) {
-      if (p.buffers[pb].kind != BufferKind::Param || p.buffers[pb].param != param) continue;
-      if (p.storageOf(static_cast<int>(pb)) != p.storageOf(b) && value->byteSize() > 0)
-        KF_RETURN_IF_ERROR(
-            check("cuMemcpyDtoD", cu_->memcpyDtoD(pointer(static_cast<int>(pb)), pointer(b), value->byteSize())));
-      resident_[param] = value;
-    }
-    r.updates.emplace(param, std::move(value));
-  }
-  KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
-  return r;
+  countLaunches(1);
+  KF_RETURN_IF_ERROR(check("cuGraphLaunch", cu_->graphLaunch(graphExec_, stream_)));
+  return true;
 }
 
 }  // namespace kfuse::cuda

@@ -24,55 +24,59 @@
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/program.h"
 #include "exec/plan.h"
-#include "runtime/step_times.h"
+#include "runtime/plan_runner.h"
 
 namespace kfuse::cuda {
 
 struct CudaRunnerOptions {
   bool cudaGraph = false;
   bool profile = false;  // per-step times (stepTimes()); not with cudaGraph
+  bool poison = poisonByDefault();  // RunnerOptions::poison
 };
 
-class CudaRunner {
+// A device for PlanRunner (plan_runner.h): binding, stepping, poisoning,
+// resident state and the loss guard are the runner's, the same as on the
+// CPU; this supplies device memory, the launches and the CUDA Graph.
+class CudaRunner : public PlanRunner {
  public:
   static Expected<std::unique_ptr<CudaRunner>> create(std::shared_ptr<const Plan> plan, CudaProgram program,
                                                       CudaRunnerOptions opts = {});
-  ~CudaRunner();
-  CudaRunner(const CudaRunner&) = delete;
-  CudaRunner& operator=(const CudaRunner&) = delete;
+  ~CudaRunner() override;
 
-  // Runs the plan with the module's parameters; returns outputs and the new
-  // values of updated parameters (which stay on the device as well).
-  Expected<InterpreterResult> run(const Module& m, const std::vector<Tensor>& args);
-
-  // Launches issued from the host so far: kernels and matmuls, or one per
-  // graph replay.
-  uint64_t launches() const { return launches_; }
-  uint64_t bytesAllocated() const { return bytes_; }
-  const Plan& plan() const { return *plan_; }
   const CudaProgram& program() const { return program_; }
-  // Per-step times of the complete runs so far; empty unless profiling.
-  const StepTimes& stepTimes() const { return times_; }
 
  private:
   CudaRunner(std::shared_ptr<const Plan> plan, CudaProgram program, CudaRunnerOptions opts)
-      : plan_(std::move(plan)), program_(std::move(program)), opts_(opts) {}
+      : PlanRunner(std::move(plan), RunnerOptions{opts.poison, opts.profile}),
+        program_(std::move(program)),
+        cudaGraph_(opts.cudaGraph) {}
   Status init();
   CUdeviceptr pointer(int buffer) const { return base_ + offsets_[static_cast<size_t>(plan_->storageOf(buffer))]; }
-  Status upload(int buffer, const Tensor& t);
-  Expected<Tensor> download(int buffer) const;
-  Status uploadParams(const Module& m);
-  Status runStep(size_t i);
+
+  // PlanRunner's device hooks.
+  Status allocate() override { return Status::ok(); }  // create() allocated
+  Status upload(int buffer, const Tensor& t) override;
+  Status download(int buffer, Tensor& into) override;
+  Status copyBuffer(int dst, int src) override;
+  Status poisonArena() override;
+  Status poisonBuffer(int buffer) override;
+  Status beginRun() override;
+  Status finishRun() override;
+  Status runStep(size_t i) override;
+  Expected<bool> runAllSteps() override;
+  bool timesSteps() const override { return opts_.profile; }
+  Expected<bool> allFinite(int buffer) override;
+
   Status runDeviceStep(const StepProgram& s);
   Status readStepTimes();
   Status runHostStep(const Step& s);
   Status runMatmul(const MatmulCall& c);
   Status launch(const KernelLaunch& l);
   Status check(const char* call, CUresult r) const;
+  Status synchronize() const;
 
-  std::shared_ptr<const Plan> plan_;
   CudaProgram program_;
-  CudaRunnerOptions opts_;
+  bool cudaGraph_ = false;
   const DriverApi* cu_ = nullptr;
   const BlasLtApi* lt_ = nullptr;
   cublasLtHandle_t ltHandle_ = nullptr;
@@ -81,20 +85,15 @@ class CudaRunner {
   std::map<std::pair<int, std::string>, CUfunction> functions_;
   int smCount_ = 0;
   CUdeviceptr base_ = 0;
-  uint64_t bytes_ = 0;
   std::vector<uint64_t> offsets_;  // per storage buffer, in the allocation
   uint64_t scratchOffset_ = 0, workspaceOffset_ = 0;
-  // What the device holds per parameter: the tensor it came from or the
-  // update it computed (a module still holding that tensor uploads nothing).
-  std::map<std::string, std::shared_ptr<const Tensor>> resident_;
   CUgraph graph_ = nullptr;
   CUgraphExec graphExec_ = nullptr;
-  uint64_t launches_ = 0;
+  bool capturing_ = false;  // recording a CUDA Graph: launches are counted per replay
   // profile: per step, the events recorded before and after it (null for
-  // host steps), the current run's times, and the complete runs' sums.
+  // host steps).
   std::vector<std::pair<CUevent, CUevent>> events_;
-  std::vector<double> runTimes_;
-  StepTimes times_;
+  std::vector<bool> recorded_;  // per step: its events were recorded this run
 };
 
 }  // namespace kfuse::cuda

@@ -54,6 +54,9 @@ Expected<DriverApi> openDriver() {
   KF_LOAD(api, lib, memcpyDtoH, cuMemcpyDtoH);
   KF_LOAD(api, lib, memcpyDtoD, cuMemcpyDtoD);
   KF_LOAD(api, lib, memsetD8, cuMemsetD8);
+  KF_LOAD(api, lib, memsetD8Async, cuMemsetD8Async);
+  KF_LOAD(api, lib, memsetD16Async, cuMemsetD16Async);
+  KF_LOAD(api, lib, memsetD32Async, cuMemsetD32Async);
   KF_LOAD(api, lib, streamCreate, cuStreamCreate);
   KF_LOAD(api, lib, streamDestroy, cuStreamDestroy);
   KF_LOAD(api, lib, streamSynchronize, cuStreamSynchronize);

@@ -33,6 +33,9 @@ struct DriverApi {
   decltype(&::cuMemcpyDtoH) memcpyDtoH;
   decltype(&::cuMemcpyDtoD) memcpyDtoD;
   decltype(&::cuMemsetD8) memsetD8;
+  decltype(&::cuMemsetD8Async) memsetD8Async;
+  decltype(&::cuMemsetD16Async) memsetD16Async;
+  decltype(&::cuMemsetD32Async) memsetD32Async;
   decltype(&::cuStreamCreate) streamCreate;
   decltype(&::cuStreamDestroy) streamDestroy;
   decltype(&::cuStreamSynchronize) streamSynchronize;

@@ -1,5 +1,7 @@
 #include "runtime/package/package_runner.h"
 
+#include <cassert>
+
 #include <cmath>
 
 #include "ir/interpreter.h"
@@ -44,7 +46,10 @@ class CpuFunction : public PackageRunner::FunctionRunner {
                                               bool& kept) override {
     return runner_.runTrainingStep(m, args, guard, kept);
   }
-  void syncState(Module& m) override { runner_.syncState(m); }
+  void syncState(Module& m) override {
+    [[maybe_unused]] Status s = runner_.syncState(m);
+    assert(s && "the CPU's copies out of its own memory do not fail");
+  }
 
  private:
   std::shared_ptr<const CpuCode> code_;  // keeps the kernels mapped
@@ -94,7 +99,7 @@ Expected<std::vector<std::unique_ptr<PackageRunner::FunctionRunner>>> cudaRunner
                                                                                   const PackageRunnerOptions& opts) {
   std::vector<std::unique_ptr<PackageRunner::FunctionRunner>> out;
   for (const PackageFunction& fn : pkg.functions()) {
-    auto r = cuda::CudaRunner::create(fn.plan, *fn.cuda, cuda::CudaRunnerOptions{opts.cudaGraph});
+    auto r = cuda::CudaRunner::create(fn.plan, *fn.cuda, cuda::CudaRunnerOptions{.cudaGraph = opts.cudaGraph, .poison = opts.poison});
     if (!r) return r.error().context(str(pkg.name(), ": @", fn.name));
     out.push_back(std::make_unique<CudaFunction>(std::move(*r)));
   }
