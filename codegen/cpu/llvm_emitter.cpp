@@ -11,8 +11,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include "exec/index_space.h"
-#include "codegen/kernel/kept_sum.h"
+#include "codegen/kernel/kernel_walk.h"
 #include "codegen/kernel/scalar_rules.h"
 #include "codegen/cpu/combiners.h"
 #include "codegen/cpu/scalar_emitter.h"
@@ -22,135 +21,89 @@
 namespace kfuse::cpu {
 namespace {
 
-using kernel::Combiner;
 using kernel::Kernel;
 using kernel::StoreScope;
 using llvm::Value;
-
-// A position in the index space: the element offset of every access (loads,
-// then stores) and the index of every kernel dim.
-struct Point {
-  std::vector<Value*> offsets;
-  std::vector<Value*> index;
-};
-
-class KernelEmitter {
- public:
-  KernelEmitter(const Kernel& k, llvm::Module& m)
-      : k_(k), loops_(kernel::buildSpaces(k)), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_) {}
-
-  llvm::Function* run();
-
- private:
-  class Site;
-  using Body = std::function<void(const Point&)>;
-
-  Point origin();
-  void emitLoop(int64_t extent, const char* name, bool parallel, const std::function<void(Value*)>& body,
-                bool keepRolled = false);
-  // Loops over space.dims[level..]; dims from `parallelFrom` on belong to
-  // the outer space (their iterations touch disjoint elements).
-  void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body,
-                size_t parallelFrom = 0);
-  bool storesMoveWith(const kernel::SpaceDim& dim) const;
-  bool storesRunAlong(const kernel::SpaceDim& dim) const;
-  void tagBufferAccesses();
-  void emitPrologue();
-  void emitOuterPoint(const Point& p);
-  bool columnOrder() const;
-  void emitColumnOrder();
-  void loadColumnAccumulators(const Point& p, size_t count);
-  void emitReductionGroup(size_t first, size_t last, const Point& p);
-  void emitElementStores(const Point& p);
-  void emitRowLevel(const Point& p);
-  void emitFinalStores();
-  void hoistInvariantLoads();
-  void emitStores(Site& site, StoreScope scope);
-  Value* keptElement(Site& site);
-  void foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v);
-  llvm::AllocaInst* slot(DType t, const char* name);
-  // `count` > 1: an array of that many.
-  llvm::AllocaInst* slot(llvm::Type* t, const char* name, int64_t count = 1);
-
-  const Kernel& k_;
-  kernel::KernelSpaces loops_;
-  llvm::LLVMContext& ctx_;
-  llvm::Module& m_;
-  llvm::Function* fn_ = nullptr;
-  llvm::IRBuilder<> b_;
-  llvm::IRBuilder<> entry_;                  // allocas, at the top of the entry block
-  std::vector<Value*> buffers_;              // typed pointers to element 0
-  std::vector<Value*> accs_;                 // this outer point's accumulators
-  std::vector<Value*> invariantLoads_;       // per load: read once at entry, or null
-  std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
-  std::vector<llvm::AllocaInst*> columns_;  // column order: one accumulator per outer point, per reduction
-  llvm::MDNode* accessGroup_ = nullptr;     // the buffers' loads and stores, once a loop is parallel
-  // Row order: a sum each element store reads back instead of recomputing
-  // it (codegen/kernel/kept_sum.h).
-  std::optional<kernel::KeptSum> keptSum_;
-};
+using Point = kernel::Point<Value*>;
 
 // Column order bounds its accumulator arrays (on the stack) to this many
 // outer points.
 constexpr int64_t kMaxColumnPoints = 8192;
 
-// One evaluation point: loads happen on first use, every node once.
-class KernelEmitter::Site {
+// The kernel walk (codegen/kernel/kernel_walk.h) as LLVM IR: loop nests over
+// the merged index spaces, accumulators in allocas that mem2reg promotes.
+class KernelEmitter final : public kernel::KernelWalk<Value*> {
  public:
-  Site(KernelEmitter& e, const Point& p)
-      : e_(e), p_(p), loads_(e.k_.loads.size(), nullptr),
-        scalars_(e.b_, [this](const ScalarNode& n) { return leaf(n); }) {}
+  KernelEmitter(const Kernel& k, llvm::Module& m) : KernelWalk(k), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_) {}
 
-  Value* eval(const ScalarRef& e) { return scalars_.emit(*e); }
-  void seed(const ScalarNode& n, Value* v) { scalars_.seed(n, v); }
-
-  Value* elementPtr(size_t access, int buffer) {
-    llvm::Type* t = storageTypeOf(e_.ctx_, e_.k_.buffers[static_cast<size_t>(buffer)].type.dtype);
-    return e_.b_.CreateInBoundsGEP(t, e_.buffers_[static_cast<size_t>(buffer)], p_.offsets[access]);
-  }
+  llvm::Function* run();
 
  private:
-  Value* leaf(const ScalarNode& n) {
-    const Kernel& k = e_.k_;
-    auto i = static_cast<size_t>(n.input);
-    DType from = DType::I64;
-    Value* v = nullptr;
-    if (n.op == ScalarOp::Index) {
-      v = p_.index[i];
-    } else if (i < k.firstAccumulator()) {
-      from = computeType(k.buffers[static_cast<size_t>(k.loads[i].buffer)].type.dtype);
-      v = load(i);
-    } else if (i < k.firstGlobal()) {
-      size_t r = i - k.firstAccumulator();
-      from = kernel::accumulatorType(k.reductions[r].combiner, k.reductions[r].value->type);
-      v = e_.accs_[r];
-    } else {
-      llvm::AllocaInst* slot = e_.globals_[i - k.firstGlobal()];
-      from = globalType(i - k.firstGlobal());
-      v = e_.b_.CreateLoad(slot->getAllocatedType(), slot);
-    }
-    return emitConvert(e_.b_, v, from, n.type);
+  // values and effects
+  Value* loadValue(const Point& p, size_t i) override;
+  Value* indexValue(const Point& p, size_t d) override { return p.index[d]; }
+  Value* accumulatorValue(size_t r) override { return accs_[r]; }
+  Value* globalValue(size_t g) override { return b_.CreateLoad(globals_[g]->getAllocatedType(), globals_[g]); }
+  Value* convert(Value* v, DType from, DType to) override { return emitConvert(b_, v, from, to); }
+  Value* scalarNode(const ScalarNode& n, const std::vector<Value*>& args) override {
+    return ScalarEmitter(b_).node(n, args);
   }
+  void storeValue(const Point& p, size_t s, Value* v) override;
+  void foldReduction(size_t r, Value* v) override;
+  void foldGlobal(size_t g, Value* v) override;
 
-  Value* load(size_t i) {
-    if (Value* once = e_.invariantLoads_[i]) return once;
-    if (!loads_[i]) {
-      int buffer = e_.k_.loads[i].buffer;
-      loads_[i] = emitLoadElement(e_.b_, elementPtr(i, buffer), e_.k_.buffers[static_cast<size_t>(buffer)].type.dtype);
-    }
-    return loads_[i];
+  // structure
+  void declareGlobal(size_t g) override;
+  void beforeLoops() override { hoistInvariantLoads(); }
+  void prologueLoop(const Body& body) override { emitNest(s_.spaces.outer, 0, origin(), body); }
+  void mainLoops() override;
+  void beginGroup(size_t first, size_t last, const Point& p) override;
+  void reduceLoop(const Point& p, size_t first, size_t last, const Body& body) override;
+  void endGroup(size_t first, size_t last) override;
+  void afterReducePoint(Site& site, size_t first, size_t last) override;
+  void elementLoop(const Point& p, const Body& body) override {
+    if (!s_.spaces.reduce.empty()) emitNest(s_.spaces.reduce, 0, p, body, s_.spaces.reduce.dims.size());
   }
+  void beforeElementStores(Site& site) override;
+  void rowLevel(const Point& p, const Body& body) override { body(p); }
+  void finish() override { finalPoint(origin()); }
 
-  DType globalType(size_t g) const {
-    const Kernel& k = e_.k_;
-    const kernel::Global& global = g < k.prologue.size() ? k.prologue[g] : k.globals[g - k.prologue.size()];
-    return kernel::accumulatorType(global.combiner, global.value->type);
+  Point origin();
+  Value* elementPtr(const Point& p, size_t access, int buffer);
+  Value* keptElement(const Point& p);
+  void emitLoop(int64_t extent, const char* name, bool parallel, const std::function<void(Value*)>& body,
+                bool keepRolled = false);
+  // Loops over space.dims[level..]; dims from `parallelFrom` on belong to
+  // the outer space (their iterations touch disjoint elements).
+  void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body, size_t parallelFrom = 0);
+  bool storesMoveWith(const kernel::SpaceDim& dim) const;
+  bool storesRunAlong(const kernel::SpaceDim& dim) const;
+  void tagBufferAccesses();
+  void hoistInvariantLoads();
+  bool columnOrder() const;
+  void emitColumnOrder();
+  void loadColumnAccumulators(const Point& p, size_t count);
+  bool keeping(size_t first, size_t last) const {
+    return !column_ && s_.keptSum && s_.keptSum->reduction >= first && s_.keptSum->reduction < last;
   }
+  llvm::AllocaInst* slot(DType t, const char* name);
+  // `count` > 1: an array of that many.
+  llvm::AllocaInst* slot(llvm::Type* t, const char* name, int64_t count = 1);
 
-  KernelEmitter& e_;
-  const Point& p_;
-  std::vector<Value*> loads_;
-  ScalarEmitter scalars_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  llvm::Function* fn_ = nullptr;
+  llvm::IRBuilder<> b_;
+  llvm::IRBuilder<> entry_;                 // allocas, at the top of the entry block
+  std::vector<Value*> buffers_;             // typed pointers to element 0
+  std::vector<Value*> accs_;                // this outer point's accumulators
+  std::vector<Value*> accSlots_;            // per reduction: where its running value is (row order: an alloca)
+  std::vector<bool> keyed_;                 // per reduction: the slot holds an integer key (combiners.h)
+  std::vector<Value*> invariantLoads_;      // per load: read once at entry, or null
+  std::vector<llvm::AllocaInst*> globals_;  // prologue, then main
+  bool column_ = false;                     // column order (below)
+  std::vector<llvm::AllocaInst*> columns_;  // column order: one accumulator per outer point, per reduction
+  llvm::MDNode* accessGroup_ = nullptr;     // the buffers' loads and stores, once a loop is parallel
 };
 
 llvm::Function* KernelEmitter::run() {
@@ -171,28 +124,29 @@ llvm::Function* KernelEmitter::run() {
                                       buf.name + ".raw");
     buffers_.push_back(b_.CreateBitCast(raw, storageTypeOf(ctx_, buf.type.dtype)->getPointerTo(), buf.name));
   }
-  auto initGlobal = [&](const kernel::Global& g, const char* name) {
-    DType t = kernel::accumulatorType(g.combiner, g.value->type);
-    globals_.push_back(slot(t, name));
-    b_.CreateStore(initialValue(b_, g.combiner, t), globals_.back());
-  };
-  for (const auto& g : k_.prologue) initGlobal(g, "prologue");
-  for (const auto& g : k_.globals) initGlobal(g, "global");
-
   invariantLoads_.assign(k_.loads.size(), nullptr);
-  if (!columnOrder()) keptSum_ = kernel::findKeptSum(k_);
-  if (!loops_.outer.empty()) {
-    hoistInvariantLoads();
-    if (!k_.prologue.empty()) emitPrologue();
-    if (columnOrder())
-      emitColumnOrder();
-    else
-      emitNest(loops_.outer, 0, origin(), [&](const Point& p) { emitOuterPoint(p); });
-  }
-  emitFinalStores();
+  accs_.assign(k_.reductions.size(), nullptr);
+  accSlots_.assign(k_.reductions.size(), nullptr);
+  keyed_.assign(k_.reductions.size(), false);
+  column_ = columnOrder();
+  walk();
   b_.CreateRetVoid();
   tagBufferAccesses();
   return fn_;
+}
+
+void KernelEmitter::declareGlobal(size_t g) {
+  const kernel::Global& gl = g < k_.prologue.size() ? k_.prologue[g] : k_.globals[g - k_.prologue.size()];
+  globals_.push_back(slot(s_.globals[g], g < k_.prologue.size() ? "prologue" : "global"));
+  b_.CreateStore(initialValue(b_, gl.combiner, s_.globals[g]), globals_.back());
+}
+
+void KernelEmitter::mainLoops() {
+  if (column_) {
+    emitColumnOrder();
+  } else {
+    emitNest(s_.spaces.outer, 0, origin(), [&](const Point& p) { pointwise() ? wholePoint(p) : outerPoint(p); });
+  }
 }
 
 // A load that reads the same element at every point (a scalar operand: the
@@ -201,20 +155,33 @@ llvm::Function* KernelEmitter::run() {
 // the buffer differs from the ones stored to, and then everything computed
 // from it (Adam's bias corrections: two pow calls) would run per element.
 // Only with iterations: a load of an empty space's operand may be out of
-// bounds.
+// bounds (walk() calls this only when there are outer points).
 void KernelEmitter::hoistInvariantLoads() {
-  std::vector<bool> stored(k_.buffers.size(), false);
-  for (const auto& s : k_.stores) stored[static_cast<size_t>(s.buffer)] = true;
   for (size_t i = 0; i < k_.loads.size(); ++i) {
+    if (!s_.invariantLoads[i]) continue;
     const kernel::Load& l = k_.loads[i];
-    bool invariant = true;
-    for (size_t d = 0; d < k_.numDims(); ++d) invariant = invariant && !l.map.dependsOn(d);
-    if (!invariant || stored[static_cast<size_t>(l.buffer)]) continue;
     DType t = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
     Value* ptr = b_.CreateInBoundsGEP(storageTypeOf(ctx_, t), buffers_[static_cast<size_t>(l.buffer)],
                                       b_.getInt64(static_cast<uint64_t>(l.map.base)));
     invariantLoads_[i] = emitLoadElement(b_, ptr, t);
   }
+}
+
+Value* KernelEmitter::loadValue(const Point& p, size_t i) {
+  if (Value* once = invariantLoads_[i]) return once;
+  int buffer = k_.loads[i].buffer;
+  return emitLoadElement(b_, elementPtr(p, i, buffer), k_.buffers[static_cast<size_t>(buffer)].type.dtype);
+}
+
+Value* KernelEmitter::elementPtr(const Point& p, size_t access, int buffer) {
+  llvm::Type* t = storageTypeOf(ctx_, k_.buffers[static_cast<size_t>(buffer)].type.dtype);
+  return b_.CreateInBoundsGEP(t, buffers_[static_cast<size_t>(buffer)], p.offsets[access]);
+}
+
+void KernelEmitter::storeValue(const Point& p, size_t s, Value* v) {
+  const kernel::Store& store = k_.stores[s];
+  DType storage = k_.buffers[static_cast<size_t>(store.buffer)].type.dtype;
+  emitStoreElement(b_, elementPtr(p, k_.loads.size() + s, store.buffer), v, store.value->type, storage);
 }
 
 // Allocas go to the top of the entry block, where mem2reg promotes them.
@@ -333,52 +300,86 @@ void KernelEmitter::tagBufferAccesses() {
     }
 }
 
-void KernelEmitter::foldGlobal(const kernel::Global& g, llvm::AllocaInst* slot, Value* v) {
-  DType t = kernel::accumulatorType(g.combiner, g.value->type);
-  Value* acc = b_.CreateLoad(slot->getAllocatedType(), slot);
-  b_.CreateStore(combine(b_, g.combiner, t, acc, emitConvert(b_, v, g.value->type, t)), slot);
+void KernelEmitter::foldGlobal(size_t g, Value* v) {
+  const kernel::Global& gl = g < k_.prologue.size() ? k_.prologue[g] : k_.globals[g - k_.prologue.size()];
+  Value* acc = b_.CreateLoad(globals_[g]->getAllocatedType(), globals_[g]);
+  b_.CreateStore(combine(b_, gl.combiner, s_.globals[g], acc, v), globals_[g]);
 }
 
-void KernelEmitter::emitPrologue() {
-  emitNest(loops_.outer, 0, origin(), [&](const Point& p) {
-    Site site(*this, p);
-    std::vector<Value*> values;
-    for (const auto& g : k_.prologue) values.push_back(site.eval(g.value));
-    for (size_t i = 0; i < values.size(); ++i) foldGlobal(k_.prologue[i], globals_[i], values[i]);
-  });
-}
-
-void KernelEmitter::emitOuterPoint(const Point& p) {
-  accs_.assign(k_.reductions.size(), nullptr);
-  for (auto [first, last] : kernel::reductionGroups(k_)) emitReductionGroup(first, last, p);
-  emitElementStores(p);
-  emitRowLevel(p);
-}
-
-// A reduction over an axis that is not the contiguous one (a bias gradient:
-// the sum over a batch's rows of each column) walks memory with a stride
-// when each outer point runs its own reduce loop. Column order swaps the
-// nests instead: the reduce loop outside, the outer points inside, where
-// the loads are contiguous and vectorise, with one accumulator per outer
-// point in a stack array. Each accumulator still adds its values in the
-// same order, so results are bit-identical to row order.
-bool KernelEmitter::columnOrder() const {
-  if (k_.reductions.empty() || loops_.reduce.empty() || loops_.outer.dims.empty() || loops_.reduce.dims.empty())
-    return false;
-  if (loops_.outer.points > kMaxColumnPoints) return false;
-  const kernel::SpaceDim &o = loops_.outer.dims.back(), &r = loops_.reduce.dims.back();
-  bool contiguousAcross = false;
-  for (size_t a = 0; a < k_.loads.size(); ++a) {
-    if (r.strides[a] == 1) return false;  // the reduce axis is contiguous for some load: row order
-    contiguousAcross |= o.strides[a] == 1 && r.strides[a] != 0;
+void KernelEmitter::foldReduction(size_t r, Value* v) {
+  const kernel::Reduction& red = k_.reductions[r];
+  Value* slot = accSlots_[r];
+  if (keyed_[r]) {
+    Value* key = toKey(b_, red.combiner, v);
+    b_.CreateStore(combineKeys(b_, red.combiner, b_.CreateLoad(key->getType(), slot), key), slot);
+    return;
   }
-  return contiguousAcross;
+  // A row's float sum may be reassociated (combiners.h); a column's needs no such licence.
+  Value* next = combine(b_, red.combiner, s_.accumulators[r], b_.CreateLoad(v->getType(), slot), v);
+  b_.CreateStore(column_ ? next : reassociable(next), slot);
+}
+
+// Row order: each reduction of the group in its own slot (a float max or
+// min on integer keys, which LLVM vectorises).
+void KernelEmitter::beginGroup(size_t first, size_t last, const Point&) {
+  for (size_t r = first; r < last; ++r) {
+    const kernel::Reduction& red = k_.reductions[r];
+    keyed_[r] = onKeys(red.combiner, s_.accumulators[r]);
+    Value* init = initialValue(b_, red.combiner, s_.accumulators[r]);
+    if (keyed_[r]) init = toKey(b_, red.combiner, init);
+    llvm::AllocaInst* acc = slot(init->getType(), "acc");
+    b_.CreateStore(init, acc);
+    accSlots_[r] = acc;
+  }
+}
+
+// Keeping a sum, the loop's iterations still touch disjoint memory (each
+// writes its own output element after reading its own inputs): it may be
+// marked parallel, so LLVM vectorises it without alias checks that an
+// in-place output would fail.
+void KernelEmitter::reduceLoop(const Point& p, size_t first, size_t last, const Body& body) {
+  if (s_.spaces.reduce.empty()) return;
+  emitNest(s_.spaces.reduce, 0, p, body, keeping(first, last) ? 0 : s_.spaces.reduce.dims.size());
+}
+
+void KernelEmitter::endGroup(size_t first, size_t last) {
+  for (size_t r = first; r < last; ++r) {
+    auto* slot = llvm::cast<llvm::AllocaInst>(accSlots_[r]);
+    Value* acc = b_.CreateLoad(slot->getAllocatedType(), slot, "acc");
+    accs_[r] = keyed_[r] ? fromKey(b_, acc, computeTypeOf(ctx_, s_.accumulators[r])) : acc;
+  }
+}
+
+// The output element a kept sum's value goes to at a point (its store's).
+Value* KernelEmitter::keptElement(const Point& p) {
+  size_t store = s_.keptSum->store;
+  return elementPtr(p, k_.loads.size() + store, k_.stores[store].buffer);
+}
+
+void KernelEmitter::afterReducePoint(Site& site, size_t first, size_t last) {
+  if (!keeping(first, last)) return;
+  const ScalarRef& kept = k_.reductions[s_.keptSum->reduction].value;
+  emitStoreElement(b_, keptElement(site.point()), site.eval(kept), kept->type, kept->type);
+}
+
+void KernelEmitter::beforeElementStores(Site& site) {
+  if (column_ || !s_.keptSum) return;
+  site.seed(*s_.keptSum->inStore, emitLoadElement(b_, keptElement(site.point()), s_.keptSum->inStore->type));
+}
+
+// Column order (EmissionSchedule::rowsAcross) swaps the nests: the reduce
+// loop outside, the outer points inside, where the loads are contiguous and
+// vectorise, with one accumulator per outer point in a stack array. Each
+// accumulator still adds its values in the same order, so results are
+// bit-identical to row order.
+bool KernelEmitter::columnOrder() const {
+  return s_.rowsAcross && !k_.reductions.empty() && !s_.spaces.reduce.empty() && !s_.spaces.outer.empty() &&
+         s_.spaces.outer.points <= kMaxColumnPoints;
 }
 
 // accs_[0..count) from the column arrays at `p`'s outer point (its last
 // offset: the point's number in the outer space).
 void KernelEmitter::loadColumnAccumulators(const Point& p, size_t count) {
-  accs_.assign(k_.reductions.size(), nullptr);
   for (size_t r = 0; r < count; ++r) {
     llvm::Type* t = columns_[r]->getAllocatedType();
     accs_[r] = b_.CreateLoad(t, b_.CreateInBoundsGEP(t, columns_[r], p.offsets.back()), "acc");
@@ -388,7 +389,7 @@ void KernelEmitter::loadColumnAccumulators(const Point& p, size_t count) {
 void KernelEmitter::emitColumnOrder() {
   // Both spaces with one more access: the outer point's number (row-major
   // over the outer dims; 0 along reduce dims), indexing the arrays.
-  kernel::Space outer = loops_.outer, reduce = loops_.reduce;
+  kernel::Space outer = s_.spaces.outer, reduce = s_.spaces.reduce;
   int64_t stride = 1;
   for (size_t d = outer.dims.size(); d-- > 0;) {
     outer.dims[d].strides.push_back(stride);
@@ -400,130 +401,32 @@ void KernelEmitter::emitColumnOrder() {
   Point start = origin();
   start.offsets.push_back(b_.getInt64(0));
 
-  std::vector<DType> types;
-  for (const kernel::Reduction& red : k_.reductions) {
-    types.push_back(kernel::accumulatorType(red.combiner, red.value->type));
-    columns_.push_back(slot(computeTypeOf(ctx_, types.back()), "column", outer.points));
-  }
+  for (size_t r = 0; r < k_.reductions.size(); ++r)
+    columns_.push_back(slot(computeTypeOf(ctx_, s_.accumulators[r]), "column", outer.points));
   auto column = [&](size_t r, const Point& p) {
     return b_.CreateInBoundsGEP(columns_[r]->getAllocatedType(), columns_[r], p.offsets.back());
   };
-  for (auto [first, last] : kernel::reductionGroups(k_)) {
+  for (auto [first, last] : s_.groups) {
     emitNest(outer, 0, start, [&](const Point& p) {
       for (size_t r = first; r < last; ++r)
-        b_.CreateStore(initialValue(b_, k_.reductions[r].combiner, types[r]), column(r, p));
+        b_.CreateStore(initialValue(b_, k_.reductions[r].combiner, s_.accumulators[r]), column(r, p));
     });
     emitNest(swapped, 0, start, [&](const Point& q) {
       loadColumnAccumulators(q, first);  // earlier groups' results (a softmax's max)
-      Site site(*this, q);
-      for (size_t r = first; r < last; ++r) {
-        Value* v = emitConvert(b_, site.eval(k_.reductions[r].value), k_.reductions[r].value->type, types[r]);
-        Value* acc = b_.CreateLoad(columns_[r]->getAllocatedType(), column(r, q));
-        b_.CreateStore(combine(b_, k_.reductions[r].combiner, types[r], acc, v), column(r, q));
-      }
+      for (size_t r = first; r < last; ++r) accSlots_[r] = column(r, q);
+      reducePoint(first, last, q);
     }, reduce.dims.size());
   }
-  bool elementStores = false;
-  for (const auto& s : k_.stores) elementStores |= s.scope == StoreScope::Element;
-  if (elementStores)
+  if (s_.elementStores)
     emitNest(swapped, 0, start, [&](const Point& q) {
       loadColumnAccumulators(q, k_.reductions.size());
-      Site site(*this, q);
-      emitStores(site, StoreScope::Element);
+      elementPoint(q);
     }, reduce.dims.size());
-  emitNest(outer, 0, start, [&](const Point& p) {
-    loadColumnAccumulators(p, k_.reductions.size());
-    emitRowLevel(p);
-  });
-}
-
-void KernelEmitter::emitReductionGroup(size_t first, size_t last, const Point& p) {
-  std::vector<llvm::AllocaInst*> slots;
-  std::vector<DType> types;
-  std::vector<bool> keyed;  // onKeys: the slot holds an integer key
-  for (size_t r = first; r < last; ++r) {
-    const kernel::Reduction& red = k_.reductions[r];
-    types.push_back(kernel::accumulatorType(red.combiner, red.value->type));
-    keyed.push_back(onKeys(red.combiner, types.back()));
-    Value* init = initialValue(b_, red.combiner, types.back());
-    if (keyed.back()) init = toKey(b_, red.combiner, init);
-    slots.push_back(slot(init->getType(), "acc"));
-    b_.CreateStore(init, slots.back());
-  }
-  const bool keeping = keptSum_ && keptSum_->reduction >= first && keptSum_->reduction < last;
-  if (!loops_.reduce.empty()) {
-    emitNest(loops_.reduce, 0, p, [&](const Point& q) {
-      Site site(*this, q);
-      for (size_t r = first; r < last; ++r) {
-        const kernel::Reduction& red = k_.reductions[r];
-        size_t i = r - first;
-        Value* v = emitConvert(b_, site.eval(red.value), red.value->type, types[i]);
-        Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i]);
-        Value* next = keyed[i] ? combineKeys(b_, red.combiner, acc, toKey(b_, red.combiner, v))
-                               : reassociable(combine(b_, red.combiner, types[i], acc, v));
-        b_.CreateStore(next, slots[i]);
-      }
-      if (keeping) {
-        const ScalarRef& kept = k_.reductions[keptSum_->reduction].value;
-        emitStoreElement(b_, keptElement(site), site.eval(kept), kept->type, kept->type);
-      }
-      // Keeping, the loop's iterations still touch disjoint memory (each
-      // writes its own output element after reading its own inputs): it may
-      // be marked parallel, so LLVM vectorises it without alias checks that
-      // an in-place output would fail.
-    }, keeping ? 0 : loops_.reduce.dims.size());
-  }
-  for (size_t r = first; r < last; ++r) {
-    size_t i = r - first;
-    Value* acc = b_.CreateLoad(slots[i]->getAllocatedType(), slots[i], "acc");
-    accs_[r] = keyed[i] ? fromKey(b_, acc, computeTypeOf(ctx_, types[i])) : acc;
-  }
-}
-
-// Evaluates every store of `scope` at the site, then writes them: all loads
-// of a point happen before its stores, as in the interpreter.
-void KernelEmitter::emitStores(Site& site, StoreScope scope) {
-  std::vector<std::pair<size_t, Value*>> values;
-  for (size_t s = 0; s < k_.stores.size(); ++s)
-    if (k_.stores[s].scope == scope) values.emplace_back(s, site.eval(k_.stores[s].value));
-  for (auto [s, v] : values) {
-    const kernel::Store& store = k_.stores[s];
-    DType storage = k_.buffers[static_cast<size_t>(store.buffer)].type.dtype;
-    emitStoreElement(b_, site.elementPtr(k_.loads.size() + s, store.buffer), v, store.value->type, storage);
-  }
-}
-
-// The output element a kept sum's value goes to at the site (its store's).
-Value* KernelEmitter::keptElement(Site& site) {
-  return site.elementPtr(k_.loads.size() + keptSum_->store, k_.stores[keptSum_->store].buffer);
-}
-
-void KernelEmitter::emitElementStores(const Point& p) {
-  bool any = false;
-  for (const auto& s : k_.stores) any |= s.scope == StoreScope::Element;
-  if (!any || loops_.reduce.empty()) return;
-  emitNest(loops_.reduce, 0, p, [&](const Point& q) {
-    Site site(*this, q);
-    if (keptSum_)
-      site.seed(*keptSum_->inStore, emitLoadElement(b_, keptElement(site), keptSum_->inStore->type));
-    emitStores(site, StoreScope::Element);
-  }, loops_.reduce.dims.size());
-}
-
-// Row stores and globals read row-invariant values: they are evaluated at
-// reduce index 0, the point `p` stands for.
-void KernelEmitter::emitRowLevel(const Point& p) {
-  Site site(*this, p);
-  std::vector<Value*> values;
-  for (const auto& g : k_.globals) values.push_back(site.eval(g.value));
-  emitStores(site, StoreScope::Row);
-  for (size_t i = 0; i < values.size(); ++i) foldGlobal(k_.globals[i], globals_[k_.prologue.size() + i], values[i]);
-}
-
-void KernelEmitter::emitFinalStores() {
-  Point p = origin();
-  Site site(*this, p);
-  emitStores(site, StoreScope::Final);
+  if (s_.rowLevel(k_))
+    emitNest(outer, 0, start, [&](const Point& p) {
+      loadColumnAccumulators(p, k_.reductions.size());
+      rowPoint(p);
+    });
 }
 
 }  // namespace

@@ -37,19 +37,9 @@ Value* emitNanMin(llvm::IRBuilderBase& b, Value* x, Value* y) {
   return b.CreateSelect(b.CreateFCmpUNO(x, y), llvm::ConstantFP::getNaN(x->getType()), smaller);
 }
 
-Value* ScalarEmitter::emit(const ScalarNode& n) {
-  auto it = memo_.find(&n);
-  if (it != memo_.end()) return it->second;
-  Value* v = emitNode(n);
-  memo_.emplace(&n, v);
-  return v;
-}
-
-Value* ScalarEmitter::emitNode(const ScalarNode& n) {
+Value* ScalarEmitter::node(const ScalarNode& n, const std::vector<Value*>& args) {
   if (n.op == ScalarOp::Const) return emitConstant(n);
-  if (n.op == ScalarOp::Input || n.op == ScalarOp::Index) return leaves_(n);
-  std::vector<Value*> args;
-  for (const ScalarRef& a : n.args) args.push_back(emit(*a));
+  if (n.op == ScalarOp::Input || n.op == ScalarOp::Index) return args[0];
   auto truthy = [&](size_t i) { return emitTruthy(b_, args[i], n.args[i]->type); };
   switch (n.op) {
     case ScalarOp::Cast: return emitConvert(b_, args[0], n.args[0]->type, n.type);

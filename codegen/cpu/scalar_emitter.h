@@ -6,8 +6,7 @@
 // the JIT, or by the linker for AOT objects).
 #pragma once
 
-#include <functional>
-#include <unordered_map>
+#include <vector>
 
 #include <llvm/IR/IRBuilder.h>
 
@@ -22,25 +21,18 @@ namespace kfuse::cpu {
 // The error names the op and its types; callers prefix the kernel.
 Status checkEmittable(const ScalarNode& n);
 
-// Emits the nodes of one evaluation point (one iteration of a loop body):
-// each node once, memoized by node pointer, so that a DAG's shared
-// sub-expressions are computed once. Values it returns dominate only the
-// rest of the point, so a new point needs a new emitter.
+// Emits one node of a scalar program given its operands' values (the
+// kernel walk, codegen/kernel/kernel_walk.h, memoizes nodes per evaluation
+// point and resolves the leaves).
 class ScalarEmitter {
  public:
-  // The value of an Input or Index leaf, in the leaf's compute type.
-  using LeafFn = std::function<llvm::Value*(const ScalarNode& leaf)>;
+  explicit ScalarEmitter(llvm::IRBuilderBase& builder) : b_(builder) {}
 
-  ScalarEmitter(llvm::IRBuilderBase& builder, LeafFn leaves) : b_(builder), leaves_(std::move(leaves)) {}
-
-  // `n` must have passed checkEmittable.
-  llvm::Value* emit(const ScalarNode& n);
-  // Makes `v` the value of `n` (a node computed earlier and kept), so that
-  // emit() of any expression containing `n` does not compute it again.
-  void seed(const ScalarNode& n, llvm::Value* v) { memo_[&n] = v; }
+  // `n` must have passed checkEmittable. For an Input or Index leaf, `args`
+  // holds its value, returned as it is; a constant takes none.
+  llvm::Value* node(const ScalarNode& n, const std::vector<llvm::Value*>& args);
 
  private:
-  llvm::Value* emitNode(const ScalarNode& n);
   llvm::Value* emitConstant(const ScalarNode& n);
   llvm::Value* emitUnary(const ScalarNode& n, llvm::Value* x);
   llvm::Value* emitBinary(const ScalarNode& n, llvm::Value* x, llvm::Value* y);
@@ -48,8 +40,6 @@ class ScalarEmitter {
   llvm::Value* callLibm(const char* name, DType type, llvm::Value* x);
 
   llvm::IRBuilderBase& b_;
-  LeafFn leaves_;
-  std::unordered_map<const ScalarNode*, llvm::Value*> memo_;
 };
 
 // NaN-propagating max/min of two floats, as evaluateScalar's: NaN if either

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "codegen/cuda/scalar_emitter.h"
+#include "codegen/kernel/kernel_walk.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::cuda {
@@ -45,56 +46,66 @@ struct ChunkLoads {
   std::map<size_t, std::string> loaded;  // load -> kf_vec (stride 1) or scalar (stride 0) variable
 };
 
-class FunctionEmitter;
+using P = kernel::Point<std::string>;
 
-// One evaluation point: offsets of every access (C expressions), the index
-// of every kernel dim, loads on first use, every expression node once.
-class Site {
- public:
-  Site(FunctionEmitter& f, std::vector<std::string> offsets, std::vector<std::string> index, ChunkLoads* chunk = nullptr,
-       int lane = 0);
-
-  std::string eval(const ScalarRef& e) { return scalars_.emit(*e); }
-  // Evaluates every store of `scope`, then writes them (all loads of a
-  // point happen before its stores). With a chunk, stride-1 stores go to the
-  // lane of their vector variable instead.
-  void stores(StoreScope scope, const std::map<size_t, std::string>* vectorStores = nullptr);
-
- private:
-  std::string leaf(const ScalarNode& n);
-  std::string load(size_t i);
-
-  FunctionEmitter& f_;
-  std::vector<std::string> offsets_, index_;
-  ChunkLoads* chunk_;
-  int lane_;
-  std::map<size_t, std::string> loads_;
-  ScalarEmitter scalars_;
-};
-
-class FunctionEmitter {
+// The kernel walk (codegen/kernel/kernel_walk.h) as CUDA C: the schedule's
+// thread mapping (kernel_schedule.h) around the walker's sections; offsets
+// and indices are C expressions, values `const` variables.
+class FunctionEmitter final : public kernel::KernelWalk<std::string> {
  public:
   FunctionEmitter(const Kernel& k, std::string name, const EmitOptions& opts, const KernelEmitContext& ctx)
-      : k_(k), name_(std::move(name)), opts_(opts), ctx_(ctx), spaces_(buildSpaces(k)),
-        sched_(scheduleKernel(k, spaces_, opts)), idx_(sched_.wideIndex ? "kf_i64" : "int") {}
+      : KernelWalk(k), name_(std::move(name)), opts_(opts), ctx_(ctx), spaces_(s_.spaces),
+        sched_(scheduleKernel(k, s_, opts)), idx_(sched_.wideIndex ? "kf_i64" : "int") {}
 
   KernelFunction run();
   std::string pointFunction(int productBuffer, DType accType);
 
-  const Kernel& k_;
-  std::string name_;
-  const EmitOptions& opts_;
-  const KernelEmitContext& ctx_;
-  KernelSpaces spaces_;
-  KernelSchedule sched_;
-  std::string idx_;
-  CodeWriter w_;
-  // Leaf names: accumulators of the current row, globals.
-  std::vector<std::string> accNames_, globalNames_;
-  // Point functions: the product's buffer and the variable it is in.
-  int productBuffer_ = -1;
-  std::string productValue_;
-  DType productType_ = DType::F32;
+ private:
+  // values and effects
+  std::string loadValue(const P& p, size_t i) override;
+  std::string indexValue(const P& p, size_t d) override { return str("(kf_i64)(", p.index[d], ")"); }
+  std::string accumulatorValue(size_t r) override { return accNames_[r]; }
+  std::string globalValue(size_t g) override { return globalNames_[g]; }
+  std::string convert(std::string v, DType from, DType to) override { return convertExpr(v, from, to); }
+  std::string scalarNode(const ScalarNode& n, const std::vector<std::string>& args) override {
+    return ScalarEmitter(w_).node(n, args);
+  }
+  void storeValue(const P& p, size_t s, std::string v) override;
+  void foldReduction(size_t r, std::string v) override {
+    w_.line(accNames_[r], " = ", combineExpr(k_.reductions[r].combiner, accNames_[r], v), ";");
+  }
+  void foldGlobal(size_t g, std::string v) override {
+    const kernel::Global& gl = g < k_.prologue.size() ? k_.prologue[g] : k_.globals[g - k_.prologue.size()];
+    w_.line(globalNames_[g], " = ", combineExpr(gl.combiner, globalNames_[g], v), ";");
+  }
+
+  // structure: the thread mapping
+  void declareGlobal(size_t g) override;
+  void prologueLoop(const Body& body) override;
+  void afterPrologue() override;
+  void mainLoops() override {
+    if (sched_.strategy == Strategy::Elementwise) {
+      emitElementwise();
+    } else {
+      emitRows();
+    }
+  }
+  void beginGroup(size_t first, size_t last, const P&) override {
+    for (size_t r = first; r < last; ++r)
+      w_.line(computeCType(s_.accumulators[r]), " ", accNames_[r], " = ",
+              initExpr(k_.reductions[r].combiner, s_.accumulators[r]), ";");
+  }
+  void reduceLoop(const P&, size_t, size_t, const Body& body) override { teamRowLoop(body); }
+  void endGroup(size_t first, size_t last) override {
+    for (size_t r = first; r < last; ++r) emitTeamReduce(k_.reductions[r].combiner, s_.accumulators[r], accNames_[r]);
+  }
+  void elementLoop(const P&, const Body& body) override { teamRowLoop(body); }
+  // Row stores and globals read row-invariant values: the row's first point.
+  void rowLevel(const P& p, const Body& body) override {
+    Block rowLevel(w_, "if (active && ty == 0)");
+    body(p);
+  }
+  void finish() override { emitGlobalsFinish(); }
 
   std::string bufferName(int b) const { return k_.buffers[static_cast<size_t>(b)].name; }
   int accessBuffer(size_t a) const {
@@ -103,11 +114,6 @@ class FunctionEmitter {
   int64_t accessBase(size_t a) const {
     return a < k_.loads.size() ? k_.loads[a].map.base : k_.stores[a - k_.loads.size()].map.base;
   }
-  DType accType(size_t r) const { return accumulatorType(k_.reductions[r].combiner, k_.reductions[r].value->type); }
-  const kernel::Global& global(size_t g) const {
-    return g < k_.prologue.size() ? k_.prologue[g] : k_.globals[g - k_.prologue.size()];
-  }
-  DType globalType(size_t g) const { return accumulatorType(global(g).combiner, global(g).value->type); }
 
   std::string signature(bool point);
   // Offsets of every access for a point of `outer` (and `reduce`) space indices.
@@ -115,85 +121,76 @@ class FunctionEmitter {
   // The index of every kernel dim from space indices.
   std::vector<std::string> kernelIndex(const std::vector<std::string>& outer, const std::vector<std::string>* reduce);
   std::vector<std::string> decompose(const Space& space, const std::string& linear, const std::string& prefix);
-  // A site at index 0 of every dim (final stores).
-  Site originSite();
+  // The point of outer space indices `outer` at reduce index 0.
+  P rowStart(const std::vector<std::string>& outer);
+  // The current row's points, the team's threads taking every teamY-th.
+  void teamRowLoop(const Body& body);
 
-  void emitPrologue();
   void emitElementwise();
   void emitRows();
-  void emitReductionGroup(size_t first, size_t last, const std::vector<std::string>& outer);
   void emitTeamReduce(Combiner c, DType t, const std::string& var);
   void emitGlobalsFinish();
-  void foldGlobal(size_t g, Site& site);
+
+  std::string name_;
+  const EmitOptions& opts_;
+  const KernelEmitContext& ctx_;
+  const KernelSpaces& spaces_;
+  KernelSchedule sched_;
+  std::string idx_;
+  CodeWriter w_;
+  // Leaf names: accumulators of the current row, globals.
+  std::vector<std::string> accNames_, globalNames_;
+  // Row strategies: the current row's outer space indices.
+  std::vector<std::string> rowOuter_;
+  // The elementwise fast path: the chunk and lane being written, and the
+  // vector variables of its stride-1 stores (by access).
+  ChunkLoads* chunk_ = nullptr;
+  int lane_ = 0;
+  const std::map<size_t, std::string>* vectorStores_ = nullptr;
+  // Point functions: the product's buffer and the variable it is in.
+  int productBuffer_ = -1;
+  std::string productValue_;
+  DType productType_ = DType::F32;
 };
 
-Site::Site(FunctionEmitter& f, std::vector<std::string> offsets, std::vector<std::string> index, ChunkLoads* chunk,
-           int lane)
-    : f_(f), offsets_(std::move(offsets)), index_(std::move(index)), chunk_(chunk), lane_(lane),
-      scalars_(f.w_, [this](const ScalarNode& n) { return leaf(n); }) {}
-
-std::string Site::leaf(const ScalarNode& n) {
-  const Kernel& k = f_.k_;
-  if (n.op == ScalarOp::Index) return str("(kf_i64)(", index_[static_cast<size_t>(n.input)], ")");
-  auto i = static_cast<size_t>(n.input);
-  if (i < k.firstAccumulator()) {
-    DType storage = k.buffers[static_cast<size_t>(k.loads[i].buffer)].type.dtype;
-    return convertExpr(load(i), computeType(storage), n.type);
-  }
-  if (i < k.firstGlobal()) {
-    size_t r = i - k.firstAccumulator();
-    return convertExpr(f_.accNames_[r], f_.accType(r), n.type);
-  }
-  size_t g = i - k.firstGlobal();
-  return convertExpr(f_.globalNames_[g], f_.globalType(g), n.type);
-}
-
-std::string Site::load(size_t i) {
-  if (auto it = loads_.find(i); it != loads_.end()) return it->second;
-  const Kernel& k = f_.k_;
-  int b = k.loads[i].buffer;
-  DType storage = k.buffers[static_cast<size_t>(b)].type.dtype;
+std::string FunctionEmitter::loadValue(const P& p, size_t i) {
+  int b = k_.loads[i].buffer;
+  DType storage = k_.buffers[static_cast<size_t>(b)].type.dtype;
   std::string raw;
-  if (b == f_.productBuffer_) {  // point functions: the product, rounded as a store would
-    raw = storeConvertExpr(f_.productValue_, f_.productType_, storage);
+  if (b == productBuffer_) {  // point functions: the product, rounded as a store would
+    raw = storeConvertExpr(productValue_, productType_, storage);
   } else if (chunk_ && chunk_->innerStride[i] == 1) {
     auto it = chunk_->loaded.find(i);
     if (it == chunk_->loaded.end()) {
-      std::string v = f_.w_.fresh("vl");
-      f_.w_.line("const kf_vec<", storageCType(storage), ", ", chunk_->vec, "> ", v, " = kf_vload<",
-                 storageCType(storage), ", ", chunk_->vec, ">(", f_.bufferName(b), " + ", offsets_[i], ");");
+      std::string v = w_.fresh("vl");
+      w_.line("const kf_vec<", storageCType(storage), ", ", chunk_->vec, "> ", v, " = kf_vload<", storageCType(storage),
+              ", ", chunk_->vec, ">(", bufferName(b), " + ", p.offsets[i], ");");
       it = chunk_->loaded.emplace(i, v).first;
     }
     raw = str(it->second, ".v[", lane_, "]");
   } else {
     if (chunk_) {  // a broadcast load: once per chunk
-      if (auto it = chunk_->loaded.find(i); it != chunk_->loaded.end()) return loads_[i] = it->second;
+      if (auto it = chunk_->loaded.find(i); it != chunk_->loaded.end()) return it->second;
     }
-    bool coherent = !f_.ctx_.writtenBefore.empty() && f_.ctx_.writtenBefore[static_cast<size_t>(b)];
-    raw = coherent ? str("__ldcg(", f_.bufferName(b), " + ", offsets_[i], ")")
-                   : str(f_.bufferName(b), "[", offsets_[i], "]");
+    bool coherent = !ctx_.writtenBefore.empty() && ctx_.writtenBefore[static_cast<size_t>(b)];
+    raw = coherent ? str("__ldcg(", bufferName(b), " + ", p.offsets[i], ")") : str(bufferName(b), "[", p.offsets[i], "]");
   }
-  std::string v = f_.w_.fresh("L");
-  f_.w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
+  std::string v = w_.fresh("L");
+  w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
   if (chunk_ && chunk_->innerStride[i] == 0) chunk_->loaded.emplace(i, v);
-  return loads_[i] = v;
+  return v;
 }
 
-void Site::stores(StoreScope scope, const std::map<size_t, std::string>* vectorStores) {
-  const Kernel& k = f_.k_;
-  std::vector<std::pair<size_t, std::string>> values;
-  for (size_t s = 0; s < k.stores.size(); ++s)
-    if (k.stores[s].scope == scope) values.emplace_back(s, eval(k.stores[s].value));
-  for (const auto& [s, v] : values) {
-    const kernel::Store& st = k.stores[s];
-    DType storage = k.buffers[static_cast<size_t>(st.buffer)].type.dtype;
-    std::string value = storeConvertExpr(v, st.value->type, storage);
-    size_t access = k.loads.size() + s;
-    if (vectorStores && vectorStores->count(access)) {
-      f_.w_.line(vectorStores->at(access), ".v[", lane_, "] = ", value, ";");
-    } else {
-      f_.w_.line(f_.bufferName(st.buffer), "[", offsets_[access], "] = ", value, ";");
-    }
+// With a chunk, stride-1 stores go to the lane of their vector variable.
+void FunctionEmitter::storeValue(const P& p, size_t s, std::string v) {
+  const kernel::Store& st = k_.stores[s];
+  DType storage = k_.buffers[static_cast<size_t>(st.buffer)].type.dtype;
+  std::string value = storeConvertExpr(v, st.value->type, storage);
+  size_t access = k_.loads.size() + s;
+  if (vectorStores_ && vectorStores_->count(access)) {
+    w_.line(vectorStores_->at(access), ".v[", lane_, "] = ", value, ";");
+  } else {
+    w_.line(bufferName(st.buffer), "[", p.offsets[access], "] = ", value, ";");
   }
 }
 
@@ -270,48 +267,28 @@ std::vector<std::string> FunctionEmitter::kernelIndex(const std::vector<std::str
   return index;
 }
 
-Site FunctionEmitter::originSite() {
-  std::vector<std::string> outer(spaces_.outer.dims.size(), "0"), reduce(spaces_.reduce.dims.size(), "0");
-  return Site(*this, offsets(outer, &reduce), std::vector<std::string>(k_.numDims(), "0"));
+P FunctionEmitter::rowStart(const std::vector<std::string>& outer) {
+  std::vector<std::string> zeros(spaces_.reduce.dims.size(), "0");
+  return P{offsets(outer, nullptr), kernelIndex(outer, &zeros)};
+}
+
+void FunctionEmitter::declareGlobal(size_t g) {
+  const kernel::Global& gl = g < k_.prologue.size() ? k_.prologue[g] : k_.globals[g - k_.prologue.size()];
+  w_.line(computeCType(s_.globals[g]), " ", globalNames_[g], " = ", initExpr(gl.combiner, s_.globals[g]), ";");
 }
 
 // Every block folds the prologue over all outer points in the same order.
-void FunctionEmitter::emitPrologue() {
-  if (k_.prologue.empty()) return;
+void FunctionEmitter::prologueLoop(const Body& body) {
   w_.line("// prologue globals: every block folds all ", spaces_.outer.points, " outer points, in the same order");
-  for (size_t g = 0; g < k_.prologue.size(); ++g) {
-    DType t = globalType(g);
-    w_.line(computeCType(t), " ", globalNames_[g], " = ", initExpr(k_.prologue[g].combiner, t), ";");
-  }
-  {
-    Block loop(w_, "for (", idx_, " o = (", idx_, ")threadIdx.x; o < ", spaces_.outer.points, "; o += ", opts_.threads,
-               ")");
-    std::vector<std::string> outer = decompose(spaces_.outer, "o", "p");
-    std::vector<std::string> zeros(spaces_.reduce.dims.size(), "0");
-    Site site(*this, offsets(outer, nullptr), kernelIndex(outer, &zeros));
-    std::vector<std::string> values;
-    for (const auto& g : k_.prologue) values.push_back(site.eval(g.value));
-    for (size_t g = 0; g < k_.prologue.size(); ++g) {
-      DType t = globalType(g);
-      w_.line(globalNames_[g], " = ",
-              combineExpr(k_.prologue[g].combiner, globalNames_[g],
-                          convertExpr(values[g], k_.prologue[g].value->type, t)),
-              ";");
-    }
-  }
-  for (size_t g = 0; g < k_.prologue.size(); ++g) {
-    DType t = globalType(g);
-    w_.line(globalNames_[g], " = kf_block_reduce<", combinerMacro(k_.prologue[g].combiner), ">(", globalNames_[g], ", (",
-            computeCType(t), "*)kf_smem());");
-  }
+  Block loop(w_, "for (", idx_, " o = (", idx_, ")threadIdx.x; o < ", spaces_.outer.points, "; o += ", opts_.threads,
+             ")");
+  body(rowStart(decompose(spaces_.outer, "o", "p")));
 }
 
-void FunctionEmitter::foldGlobal(size_t g, Site& site) {
-  const kernel::Global& gl = k_.globals[g];
-  DType t = globalType(k_.prologue.size() + g);
-  std::string v = convertExpr(site.eval(gl.value), gl.value->type, t);
-  std::string& name = globalNames_[k_.prologue.size() + g];
-  w_.line(name, " = ", combineExpr(gl.combiner, name, v), ";");
+void FunctionEmitter::afterPrologue() {
+  for (size_t g = 0; g < k_.prologue.size(); ++g)
+    w_.line(globalNames_[g], " = kf_block_reduce<", combinerMacro(k_.prologue[g].combiner), ">(", globalNames_[g],
+            ", (", computeCType(s_.globals[g]), "*)kf_smem());");
 }
 
 void FunctionEmitter::emitElementwise() {
@@ -352,13 +329,17 @@ void FunctionEmitter::emitElementwise() {
                 v, ";");
         vectorStores[a] = v;
       }
+      chunk_ = &chunk;
+      vectorStores_ = &vectorStores;
       for (int j = 0; j < vec; ++j) {
         std::vector<std::string> laneIndex = outer;
         if (!laneIndex.empty() && j > 0) laneIndex.back() = str("(", laneIndex.back(), " + ", j, ")");
-        Site site(*this, offs, kernelIndex(laneIndex, nullptr), &chunk, j);
-        site.stores(StoreScope::Element, &vectorStores);
-        for (size_t g = 0; g < k_.globals.size(); ++g) foldGlobal(g, site);
+        lane_ = j;
+        wholePoint(P{offs, kernelIndex(laneIndex, nullptr)});
       }
+      chunk_ = nullptr;
+      vectorStores_ = nullptr;
+      lane_ = 0;
       for (const auto& [a, v] : vectorStores) {
         const kernel::Store& st = k_.stores[a - k_.loads.size()];
         w_.line("kf_vstore(", bufferName(st.buffer), " + ", offs[a], ", ", v, ");");
@@ -369,9 +350,7 @@ void FunctionEmitter::emitElementwise() {
   w_.line("// element by element", sched_.vec > 1 ? " (the remainder, or all of it when misaligned)" : "");
   Block loop(w_, "for (", idx_, " e = ", start, " + ", first, "; e < ", n, "; e += ", stride, ")");
   std::vector<std::string> outer = decompose(space, "e", "d");
-  Site site(*this, offsets(outer, nullptr), kernelIndex(outer, nullptr));
-  site.stores(StoreScope::Element);
-  for (size_t g = 0; g < k_.globals.size(); ++g) foldGlobal(g, site);
+  wholePoint(P{offsets(outer, nullptr), kernelIndex(outer, nullptr)});
 }
 
 void FunctionEmitter::emitTeamReduce(Combiner c, DType t, const std::string& var) {
@@ -387,24 +366,11 @@ void FunctionEmitter::emitTeamReduce(Combiner c, DType t, const std::string& var
   }
 }
 
-// Reductions [first, last) fold in one pass over the row: none reads another's accumulator.
-void FunctionEmitter::emitReductionGroup(size_t first, size_t last, const std::vector<std::string>& outer) {
-  for (size_t r = first; r < last; ++r)
-    w_.line(computeCType(accType(r)), " ", accNames_[r], " = ", initExpr(k_.reductions[r].combiner, accType(r)), ";");
-  {
-    Block active(w_, "if (active)");
-    Block loop(w_, "for (", idx_, " r = ty; r < ", spaces_.reduce.points, "; r += ", sched_.teamY, ")");
-    std::vector<std::string> reduce = decompose(spaces_.reduce, "r", "s");
-    Site site(*this, offsets(outer, &reduce), kernelIndex(outer, &reduce));
-    std::vector<std::string> values;
-    for (size_t r = first; r < last; ++r) values.push_back(site.eval(k_.reductions[r].value));
-    for (size_t r = first; r < last; ++r) {
-      const kernel::Reduction& red = k_.reductions[r];
-      w_.line(accNames_[r], " = ",
-              combineExpr(red.combiner, accNames_[r], convertExpr(values[r - first], red.value->type, accType(r))), ";");
-    }
-  }
-  for (size_t r = first; r < last; ++r) emitTeamReduce(k_.reductions[r].combiner, accType(r), accNames_[r]);
+void FunctionEmitter::teamRowLoop(const Body& body) {
+  Block active(w_, "if (active)");
+  Block loop(w_, "for (", idx_, " r = ty; r < ", spaces_.reduce.points, "; r += ", sched_.teamY, ")");
+  std::vector<std::string> reduce = decompose(spaces_.reduce, "r", "s");
+  body(P{offsets(rowOuter_, &reduce), kernelIndex(rowOuter_, &reduce)});
 }
 
 void FunctionEmitter::emitRows() {
@@ -422,46 +388,25 @@ void FunctionEmitter::emitRows() {
              ")nblocks * ", sched_.teamX, ")");
   w_.line("const ", idx_, " o = base + tx;");
   w_.line("[[maybe_unused]] const bool active = o < ", n, ";");
-  std::vector<std::string> outer = decompose(spaces_.outer, "o", "d");
-  for (auto [first, last] : kernel::reductionGroups(k_)) emitReductionGroup(first, last, outer);
-  bool anyElement = false, anyRow = false;
-  for (const auto& s : k_.stores) {
-    anyElement |= s.scope == StoreScope::Element;
-    anyRow |= s.scope == StoreScope::Row;
-  }
-  if (anyElement) {
-    Block active(w_, "if (active)");
-    Block rows(w_, "for (", idx_, " r = ty; r < ", spaces_.reduce.points, "; r += ", sched_.teamY, ")");
-    std::vector<std::string> reduce = decompose(spaces_.reduce, "r", "s");
-    Site site(*this, offsets(outer, &reduce), kernelIndex(outer, &reduce));
-    site.stores(StoreScope::Element);
-  }
-  if (anyRow || !k_.globals.empty()) {
-    // Row stores and globals read row-invariant values: the row's first point.
-    Block rowLevel(w_, "if (active && ty == 0)");
-    std::vector<std::string> zeros(spaces_.reduce.dims.size(), "0");
-    Site site(*this, offsets(outer, nullptr), kernelIndex(outer, &zeros));
-    for (size_t g = 0; g < k_.globals.size(); ++g) foldGlobal(g, site);
-    site.stores(StoreScope::Row);
-  }
+  rowOuter_ = decompose(spaces_.outer, "o", "d");
+  outerPoint(rowStart(rowOuter_));
 }
 
 // Block partials, then the last block folds them in block order and writes
 // the final stores.
 void FunctionEmitter::emitGlobalsFinish() {
-  bool anyFinal = false;
-  for (const auto& s : k_.stores) anyFinal |= s.scope == StoreScope::Final;
+  std::vector<std::string> outerZeros(spaces_.outer.dims.size(), "0"), reduceZeros(spaces_.reduce.dims.size(), "0");
+  const P origin{offsets(outerZeros, &reduceZeros), std::vector<std::string>(k_.numDims(), "0")};
   if (k_.globals.empty()) {
-    if (!anyFinal) return;
+    if (!s_.finalStores) return;
     Block once(w_, "if (block == 0 && threadIdx.x == 0)");
-    Site site = originSite();
-    site.stores(StoreScope::Final);
+    finalPoint(origin);
     return;
   }
   w_.line("// globals: block partials, folded in block order by the last block");
   const size_t np = k_.prologue.size();
   for (size_t g = 0; g < k_.globals.size(); ++g) {
-    DType t = globalType(np + g);
+    DType t = s_.globals[np + g];
     std::string& name = globalNames_[np + g];
     w_.line(name, " = kf_block_reduce<", combinerMacro(k_.globals[g].combiner), ">(", name, ", (", computeCType(t),
             "*)kf_smem());");
@@ -469,14 +414,14 @@ void FunctionEmitter::emitGlobalsFinish() {
   {
     Block publish(w_, "if (threadIdx.x == 0)");
     for (size_t g = 0; g < k_.globals.size(); ++g) {
-      DType p = partialType(globalType(np + g));
+      DType p = partialType(s_.globals[np + g]);
       w_.line("((", computeCType(p), "*)(scratch + ", sched_.globalOffsets[g], "))[block] = ",
-              convertExpr(globalNames_[np + g], globalType(np + g), p), ";");
+              convertExpr(globalNames_[np + g], s_.globals[np + g], p), ";");
     }
   }
   Block last(w_, "if (kf_last_block((kf_u32*)scratch, (kf_u32)nblocks) && threadIdx.x == 0)");
   for (size_t g = 0; g < k_.globals.size(); ++g) {
-    DType t = globalType(np + g), p = partialType(t);
+    DType t = s_.globals[np + g], p = partialType(t);
     std::string& name = globalNames_[np + g];
     w_.line(name, " = ", initExpr(k_.globals[g].combiner, t), ";");
     Block fold(w_, "for (int b = 0; b < nblocks; ++b)");
@@ -485,31 +430,19 @@ void FunctionEmitter::emitGlobalsFinish() {
                                    p, t);
     w_.line(name, " = ", combineExpr(k_.globals[g].combiner, name, part), ";");
   }
-  Site site = originSite();
-  site.stores(StoreScope::Final);
+  finalPoint(origin);
 }
 
 KernelFunction FunctionEmitter::run() {
   for (size_t r = 0; r < k_.reductions.size(); ++r) accNames_.push_back(str("acc", r));
-  for (size_t g = 0; g < k_.prologue.size() + k_.globals.size(); ++g) globalNames_.push_back(str("g", g));
+  for (size_t g = 0; g < s_.numGlobals(); ++g) globalNames_.push_back(str("g", g));
   w_.line("// kernel @", k_.name, ": outer", formatDims(k_.outer),
           k_.reduce.empty() ? std::string() : str(" reduce", formatDims(k_.reduce)), "; ",
           strategyName(sched_.strategy), sched_.vec > 1 ? str(", vectors of ", sched_.vec) : std::string(), ", ",
           sched_.blocks, " block(s)");
   {
     Block fn(w_, signature(false));
-    emitPrologue();
-    for (size_t g = 0; g < k_.globals.size(); ++g) {
-      DType t = globalType(k_.prologue.size() + g);
-      w_.line(computeCType(t), " ", globalNames_[k_.prologue.size() + g], " = ", initExpr(k_.globals[g].combiner, t),
-              ";");
-    }
-    if (sched_.strategy == Strategy::Elementwise) {
-      emitElementwise();
-    } else {
-      emitRows();
-    }
-    emitGlobalsFinish();
+    walk();
   }
   return {name_, w_.text(), sched_};
 }
@@ -530,10 +463,7 @@ std::string FunctionEmitter::pointFunction(int productBuffer, DType accType) {
       if (m.strides[d] != 0) term += str(" + i", d, " * ", m.strides[d]);
     offs.push_back(term);
   }
-  {
-    Site site(*this, offs, index);
-    site.stores(StoreScope::Element);
-  }
+  wholePoint(P{offs, index});
   w_.close();
   return w_.text();
 }

@@ -66,25 +66,10 @@ int vectorWidth(const Kernel& k, const Space& space, bool& tail) {
   return vec;
 }
 
-// Whether row-dependent loads walk the row contiguously (innermost reduce
-// dim stride 1), or rather sit side by side across outer points (innermost
-// outer dim stride 1, rows strided).
-bool rowsAreStrided(const Kernel& k, const KernelSpaces& s) {
-  if (s.reduce.dims.empty() || s.outer.dims.empty()) return false;
-  bool contiguousRow = false, contiguousOuter = false;
-  for (size_t i = 0; i < k.loads.size(); ++i) {
-    bool rowDependent = false;
-    for (const SpaceDim& d : s.reduce.dims) rowDependent |= d.strides[i] != 0;
-    if (!rowDependent) continue;
-    contiguousRow |= s.reduce.dims.back().strides[i] == 1;
-    contiguousOuter |= s.outer.dims.back().strides[i] == 1;
-  }
-  return contiguousOuter && !contiguousRow;
-}
-
 }  // namespace
 
-KernelSchedule scheduleKernel(const Kernel& k, const KernelSpaces& spaces, const EmitOptions& opts) {
+KernelSchedule scheduleKernel(const Kernel& k, const kernel::EmissionSchedule& emission, const EmitOptions& opts) {
+  const KernelSpaces& spaces = emission.spaces;
   KernelSchedule s;
   const int64_t n = spaces.outer.points, r = spaces.reduce.points;
   const int threads = opts.threads;
@@ -101,7 +86,7 @@ KernelSchedule scheduleKernel(const Kernel& k, const KernelSpaces& spaces, const
     s.vec = vectorWidth(k, spaces.outer, s.vecTail);
     work = (n + s.vec - 1) / s.vec;
     s.teamX = threads;
-  } else if (rowsAreStrided(k, spaces)) {
+  } else if (emission.rowsAcross) {
     s.strategy = Strategy::Column;
     s.teamX = 32;
     s.teamY = threads / 32;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "codegen/cuda/index_space.h"
+#include "codegen/kernel/emission_schedule.h"
 #include "codegen/kernel/scalar_rules.h"
 
 namespace kfuse::cuda {
@@ -59,7 +60,10 @@ struct KernelSchedule {
   std::vector<size_t> globalOffsets;  // per main global: its partials in the scratch
 };
 
-KernelSchedule scheduleKernel(const kernel::Kernel& k, const KernelSpaces& spaces, const EmitOptions& opts);
+// The thread mapping of a kernel from its backend-neutral schedule
+// (codegen/kernel/emission_schedule.h: the spaces, and whether rows run
+// across outer points, which makes it Column).
+KernelSchedule scheduleKernel(const kernel::Kernel& k, const kernel::EmissionSchedule& emission, const EmitOptions& opts);
 
 // (Accumulator types: codegen/kernel/scalar_rules.h's accumulatorType.)
 using kernel::accumulatorType;

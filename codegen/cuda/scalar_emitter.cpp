@@ -149,21 +149,12 @@ std::string constantExpr(double c, DType type) {
   }
 }
 
-std::string ScalarEmitter::emit(const ScalarNode& n) {
-  if (auto it = memo_.find(&n); it != memo_.end()) return it->second;
-  std::string v = emitNode(n);
-  memo_.emplace(&n, v);
-  return v;
-}
-
-std::string ScalarEmitter::emitNode(const ScalarNode& n) {
+std::string ScalarEmitter::node(const ScalarNode& n, const std::vector<std::string>& a) {
   if (n.op == ScalarOp::Const) return constantExpr(n.constant, n.type);
   std::string expr;
   if (n.op == ScalarOp::Input || n.op == ScalarOp::Index) {
-    expr = leaves_(n);
+    expr = a[0];
   } else {
-    std::vector<std::string> a;
-    for (const ScalarRef& arg : n.args) a.push_back(emit(*arg));
     auto t = [&](size_t i) { return truthy(a[i], n.args[i]->type); };
     switch (n.op) {
       case ScalarOp::Cast: expr = convertExpr(a[0], n.args[0]->type, n.type); break;

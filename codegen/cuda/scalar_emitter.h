@@ -9,9 +9,8 @@
 // rsqrtf).
 #pragma once
 
-#include <functional>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "codegen/cuda/code_writer.h"
 #include "ir/scalar_expr.h"
@@ -39,25 +38,23 @@ std::string storeConvertExpr(const std::string& value, DType from, DType storage
 // A constant of compute type `type` that the CPU backend would use for `c`.
 std::string constantExpr(double c, DType type);
 
-// Emits the nodes of one evaluation point, each once (memoized by node), as
-// `const T vN = ...;` lines of `w`. Leaves come from `leaves`, which returns
-// an expression of the leaf's own type.
+// Writes one node of a scalar program given its operands' values: a
+// `const` variable holding it (a literal for a constant). The kernel walk
+// (codegen/kernel/kernel_walk.h) memoizes nodes per evaluation point and
+// resolves the leaves.
 class ScalarEmitter {
  public:
-  using LeafFn = std::function<std::string(const ScalarNode& leaf)>;
-  ScalarEmitter(CodeWriter& w, LeafFn leaves) : w_(w), leaves_(std::move(leaves)) {}
+  explicit ScalarEmitter(CodeWriter& w) : w_(w) {}
 
-  // A variable (or literal) holding `n`'s value. `n` must have passed checkEmittable.
-  std::string emit(const ScalarNode& n);
+  // `n` must have passed checkEmittable. For an Input or Index leaf, `args`
+  // holds its value as an expression; a constant takes none.
+  std::string node(const ScalarNode& n, const std::vector<std::string>& args);
 
  private:
-  std::string emitNode(const ScalarNode& n);
   std::string unaryExpr(const ScalarNode& n, const std::string& x);
   std::string binaryExpr(const ScalarNode& n, const std::string& x, const std::string& y);
 
   CodeWriter& w_;
-  LeafFn leaves_;
-  std::unordered_map<const ScalarNode*, std::string> memo_;
 };
 
 }  // namespace kfuse::cuda

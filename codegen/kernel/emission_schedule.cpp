@@ -1,0 +1,54 @@
+#include "codegen/kernel/emission_schedule.h"
+
+#include "codegen/kernel/scalar_rules.h"
+
+namespace kfuse::kernel {
+namespace {
+
+std::vector<bool> invariantLoads(const Kernel& k) {
+  std::vector<bool> stored(k.buffers.size(), false);
+  for (const auto& s : k.stores) stored[static_cast<size_t>(s.buffer)] = true;
+  std::vector<bool> out(k.loads.size(), false);
+  for (size_t i = 0; i < k.loads.size(); ++i) {
+    const Load& l = k.loads[i];
+    bool invariant = !stored[static_cast<size_t>(l.buffer)];
+    for (size_t d = 0; d < k.numDims(); ++d) invariant = invariant && !l.map.dependsOn(d);
+    out[i] = invariant;
+  }
+  return out;
+}
+
+bool rowsAcross(const Kernel& k, const KernelSpaces& s) {
+  if (s.reduce.dims.empty() || s.outer.dims.empty()) return false;
+  bool contiguousRow = false, contiguousAcross = false;
+  for (size_t i = 0; i < k.loads.size(); ++i) {
+    bool rowDependent = false;
+    for (const SpaceDim& d : s.reduce.dims) rowDependent |= d.strides[i] != 0;
+    if (!rowDependent) continue;
+    contiguousRow |= s.reduce.dims.back().strides[i] == 1;
+    contiguousAcross |= s.outer.dims.back().strides[i] == 1;
+  }
+  return contiguousAcross && !contiguousRow;
+}
+
+}  // namespace
+
+EmissionSchedule scheduleEmission(const Kernel& k) {
+  EmissionSchedule s;
+  s.spaces = buildSpaces(k);
+  s.groups = reductionGroups(k);
+  for (const Reduction& r : k.reductions) s.accumulators.push_back(accumulatorType(r.combiner, r.value->type));
+  for (const Global& g : k.prologue) s.globals.push_back(accumulatorType(g.combiner, g.value->type));
+  for (const Global& g : k.globals) s.globals.push_back(accumulatorType(g.combiner, g.value->type));
+  s.invariantLoads = invariantLoads(k);
+  s.rowsAcross = rowsAcross(k, s.spaces);
+  s.keptSum = findKeptSum(k);
+  for (const Store& st : k.stores) {
+    s.elementStores |= st.scope == StoreScope::Element;
+    s.rowStores |= st.scope == StoreScope::Row;
+    s.finalStores |= st.scope == StoreScope::Final;
+  }
+  return s;
+}
+
+}  // namespace kfuse::kernel
