@@ -6,8 +6,9 @@ set -euo pipefail
 PACKAGES=(
   # build
   cmake ninja-build g++ ccache pkg-config
-  # tests: GoogleTest, lit + FileCheck (llvm-14-tools), the PyTorch/ONNX oracle
-  libgtest-dev llvm-14-tools python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  # tests: GoogleTest, lit + FileCheck (llvm-14-tools), the PyTorch/ONNX oracle, a venv
+  # for the onnx wheel whose node tests the suite runs (tests/onnx/onnx_wheel_node_tests.sh)
+  libgtest-dev llvm-14-tools python3 python3-venv python3-numpy python3-torch python3-torchvision python3-onnx
   libonnx-testdata
   # the ISA matrix: generated code run as on an AVX2 and an SSE4.2 CPU (tests/isa)
   qemu-user

@@ -7,6 +7,7 @@
 
 #include "frontend/onnx/graph_io.h"
 #include "frontend/onnx/op_table.h"
+#include "frontend/onnx/schema_table.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/support/strings.h"
 #include "ir/verifier.h"
@@ -36,6 +37,32 @@ Status checkDefinitions(const OnnxModel& m) {
   }
   for (const auto& out : g.output())
     if (!defined.count(out.name())) return Error(str(m.path, ": graph output '", out.name(), "' is never computed"));
+  return Status::ok();
+}
+
+// Every node of the default domain against its op's schema at the model's
+// opset (kfuse's table, so models newer than the ONNX library are checked
+// too): an op ONNX does not define at that opset or deprecated, counts,
+// attributes.
+Status checkNodes(const OnnxModel& m) {
+  const onnx::GraphProto& g = m.proto->graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    const OpSchemaInfo* schema = findSchema(n.op_type(), m.opset);
+    if (!schema) {
+      int first = firstVersion(n.op_type());
+      return Error(str(m.path, ": not a valid ONNX model: ", describeOnnxNode(n, i), ": ",
+                       first ? str("ONNX defines no ", n.op_type(), " at opset ", m.opset, " (it is defined from opset ",
+                                   first, ")")
+                             : str("ONNX defines no op ", n.op_type())));
+    }
+    if (schema->deprecated)
+      return Error(str(m.path, ": not a valid ONNX model: ", describeOnnxNode(n, i), ": ", n.op_type(),
+                       " is deprecated at opset ", m.opset, " (since opset ", schema->sinceVersion, ")"));
+    if (Status s = checkNode(n, *schema); !s)
+      return Error(str(m.path, ": not a valid ONNX model: ", describeOnnxNode(n, i), ": ", s.error().message()));
+  }
   return Status::ok();
 }
 
@@ -127,6 +154,7 @@ Expected<std::unique_ptr<Module>> importModel(const OnnxModel& model, const Impo
   ImportReport& rep = report ? *report : local;
   rep.unsupported.clear();
   KF_RETURN_IF_ERROR(checkDefinitions(model));
+  KF_RETURN_IF_ERROR(checkNodes(model));
   KF_RETURN_IF_ERROR(checkWithOnnxChecker(model));
   rep.unsupported = unsupportedOps(model);
   if (!rep.unsupported.empty()) return unsupportedError(model.path, rep.unsupported);

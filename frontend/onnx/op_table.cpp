@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ir/support/strings.h"
-#include "onnx/defs/schema.h"
+#include "frontend/onnx/schema_table.h"
 
 namespace kfuse::onnx_import {
 
@@ -25,12 +25,13 @@ OpResolution resolveOp(const std::string& domain, const std::string& opType, int
     r.reason = str("ops of domain '", domain, "' are not supported");
     return r;
   }
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(opType, static_cast<int>(opset), "");
+  const OpSchemaInfo* schema = findSchema(opType, opset);
   if (!schema) {
-    r.reason = str("'", opType, "' is not an ONNX op at opset ", opset);
+    r.reason = firstVersion(opType) ? str("'", opType, "' is not an ONNX op at opset ", opset)
+                                    : str("'", opType, "' is not an ONNX op");
     return r;
   }
-  r.version = schema->since_version();
+  r.version = schema->sinceVersion;
   std::vector<int> known;
   for (const OpLowering* l : allLowerings()) {
     if (l->opType != opType) continue;

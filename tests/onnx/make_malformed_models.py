@@ -60,8 +60,30 @@ def write_all(out):
     no_graph = onnx.ModelProto(ir_version=8)
     no_graph.opset_import.add(domain="", version=13)
     save(out, "no_graph.onnx", no_graph)
-    save(out, "opset_too_new.onnx", relu_model(opset=18))
+    save(out, "opset_too_new.onnx", relu_model(opset=29))
     save(out, "opset_zero.onnx", relu_model(opset=0))
+    too_new_ir = relu_model(opset=13)
+    too_new_ir.ir_version = 15
+    save(out, "ir_too_new.onnx", too_new_ir)
+
+    # Nodes against their schemas at opsets newer than Debian's ONNX library
+    # knows (kfuse's own schema table checks them).
+    save(out, "unknown_attribute.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=0.5)],
+        [tensor("x", [2, 3])], [tensor("y", [2, 3])], opset=20, ir_version=9))
+    save(out, "too_many_inputs.onnx", model(
+        [helper.make_node("Split", ["x", "s", "x"], ["a", "b"], name="split", axis=1)],
+        [tensor("x", [2, 4])], [tensor("a", [2, 2]), tensor("b", [2, 2])],
+        [numpy_helper.from_array(np.array([2, 2], np.int64), "s")], opset=20, ir_version=9))
+    save(out, "missing_required_attribute.onnx", model(
+        [helper.make_node("Cast", ["x"], ["y"], name="cast")],
+        [tensor("x", [2])], [tensor("y", [2])], opset=21, ir_version=10))
+    save(out, "wrong_attribute_type.onnx", model(
+        [helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate=1)],
+        [tensor("x", [2])], [tensor("y", [2])], opset=20, ir_version=9))
+    save(out, "op_from_later_opset.onnx", model(
+        [helper.make_node("Gelu", ["x"], ["y"], name="gelu")],
+        [tensor("x", [2])], [tensor("y", [2])], opset=17))
 
     # Three unsupported ops: all must be named in one message.
     save(out, "unsupported_ops.onnx", model(
