@@ -1,6 +1,7 @@
 // Elementwise ONNX ops that kfuse composes from its own: trigonometric and
 // hyperbolic functions, and Mod.
 #include <cmath>
+#include <limits>
 
 #include "frontend/onnx/lower_util.h"
 #include "frontend/onnx/op_table.h"
@@ -75,13 +76,42 @@ Status lowerTrig(LoweringContext& c) {
 // fmod = 0 (integers only, Python's %, the sign of the divisor): the
 // truncated remainder, plus b where it is non-zero and its sign differs
 // from b's.
+// Python's % of floats from the truncated remainder r: a nonzero r whose
+// sign differs from b's moves by b; a finite, nonzero a over an infinite b
+// is a itself when their signs agree, else b (a zero a stays zero), where r
+// is NaN (0 * inf). Infinite a, zero b and NaNs are NaN already.
+Expected<Value*> floorMod(LoweringContext& c, Value* a, Value* b, Value* r) {
+  double inf = std::numeric_limits<double>::infinity();
+  Value* zero = scalarLike(c, r, 0.0);
+  KF_ASSIGN_OR_RETURN(Value* isZero, op(c, "equal", {r, zero}));
+  KF_ASSIGN_OR_RETURN(Value* nonzero, op(c, "logical_not", {isZero}));
+  KF_ASSIGN_OR_RETURN(Value* rNeg, op(c, "less", {r, zero}));
+  KF_ASSIGN_OR_RETURN(Value* bNeg, op(c, "less", {b, zero}));
+  KF_ASSIGN_OR_RETURN(Value* differ, op(c, "logical_xor", {rNeg, bNeg}));
+  KF_ASSIGN_OR_RETURN(Value* fix, op(c, "logical_and", {nonzero, differ}));
+  KF_ASSIGN_OR_RETURN(Value* shifted, op(c, "add", {r, b}));
+  KF_ASSIGN_OR_RETURN(r, op(c, "where", {fix, shifted, r}));
+  KF_ASSIGN_OR_RETURN(Value* absB, op(c, "abs", {b}));
+  KF_ASSIGN_OR_RETURN(Value* absA, op(c, "abs", {a}));
+  KF_ASSIGN_OR_RETURN(Value* bInf, op(c, "equal", {absB, scalarLike(c, b, inf)}));
+  KF_ASSIGN_OR_RETURN(Value* aFinite, op(c, "less", {absA, scalarLike(c, a, inf)}));  // false for NaN too
+  KF_ASSIGN_OR_RETURN(Value* overInf, op(c, "logical_and", {bInf, aFinite}));
+  KF_ASSIGN_OR_RETURN(Value* aNeg, op(c, "less", {a, zero}));
+  KF_ASSIGN_OR_RETURN(Value* signsDiffer, op(c, "logical_xor", {aNeg, bNeg}));
+  KF_ASSIGN_OR_RETURN(Value* aOrB, op(c, "where", {signsDiffer, b, a}));
+  KF_ASSIGN_OR_RETURN(Value* aZero, op(c, "equal", {a, zero}));
+  KF_ASSIGN_OR_RETURN(Value* big, op(c, "where", {aZero, a, aOrB}));
+  return op(c, "where", {overInf, big, r});
+}
+
 Status lowerMod(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* a, c.input(0));
   KF_ASSIGN_OR_RETURN(Value* b, c.input(1));
   KF_ASSIGN_OR_RETURN(int64_t fmod, c.attrs().getInt("fmod", 0));
   DType dt = a->type().dtype;
   bool floating = isFloat(dt);
-  if (floating && !fmod) return Error("Mod on floating-point operands requires fmod = 1");
+  // Mod-28 defines fmod = 0 for floats (Python's %, as NumPy's mod).
+  if (floating && !fmod && c.version() < 28) return Error("Mod on floating-point operands requires fmod = 1");
   if (floating) {
     KF_ASSIGN_OR_RETURN(a, castTo(c, a, DType::F64));
     KF_ASSIGN_OR_RETURN(b, castTo(c, b, DType::F64));
@@ -96,6 +126,9 @@ Status lowerMod(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* qb, op(c, "mul", {q, b}));
   KF_ASSIGN_OR_RETURN(Value* r, op(c, "sub", {a, qb}));
   if (floating) {
+    if (!fmod) {
+      KF_ASSIGN_OR_RETURN(r, floorMod(c, a, b, r));
+    }
     KF_ASSIGN_OR_RETURN(r, castTo(c, r, dt));
     return done(c, r);
   }
@@ -113,13 +146,13 @@ Status lowerMod(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"Tan", {7}, lowerTrig, "sin + cos + div"},
-    {"Sinh", {9}, lowerTrig, "exp + neg + exp + sub + mul"},
-    {"Cosh", {9}, lowerTrig, "exp + neg + exp + add + mul"},
-    {"Asinh", {9}, lowerTrig, "sign(x) log(|x| + sqrt(x^2 + 1))"},
-    {"Acosh", {9}, lowerTrig, "log(x + sqrt(x^2 - 1))"},
-    {"Atanh", {9}, lowerTrig, "log((1 + x) / (1 - x)) / 2"},
-    {"Mod", {10, 13}, lowerMod, "div + mul + sub (and a sign fix for fmod = 0; in f64 for floats)"},
+    {"Tan", {7, 22}, lowerTrig, "sin + cos + div"},
+    {"Sinh", {9, 22}, lowerTrig, "exp + neg + exp + sub + mul"},
+    {"Cosh", {9, 22}, lowerTrig, "exp + neg + exp + add + mul"},
+    {"Asinh", {9, 22}, lowerTrig, "sign(x) log(|x| + sqrt(x^2 + 1))"},
+    {"Acosh", {9, 22}, lowerTrig, "log(x + sqrt(x^2 - 1))"},
+    {"Atanh", {9, 22}, lowerTrig, "log((1 + x) / (1 - x)) / 2"},
+    {"Mod", {10, 13, 28}, lowerMod, "div + mul + sub (and a sign fix for fmod = 0; in f64 for floats)"},
 };
 
 }  // namespace

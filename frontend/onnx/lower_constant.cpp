@@ -108,6 +108,15 @@ Status lowerRange(LoweringContext& c) {
     if (in[i].numElements() != 1) return Error(str("input ", i, " must be a scalar, got ", formatType(in[i].type())));
   }
   DType dtype = in[0].dtype();
+  // Range-27's stash_type chooses how float16 and bfloat16 ranges
+  // accumulate (in their own type, or in float); kfuse computes each element
+  // as start + i * delta in double, which matches neither for long ranges.
+  if (c.version() >= 27) {
+    KF_ASSIGN_OR_RETURN(int64_t stash, c.attrs().getInt("stash_type", 0));
+    (void)stash;
+    if (dtype == DType::F16 || dtype == DType::BF16)
+      return c.unsupported(str("Range-27 of ", dtypeName(dtype), " (its stash_type accumulation)"));
+  }
   double start = in[0].at(0), limit = in[1].at(0), delta = in[2].at(0);
   if (delta == 0) return Error("delta is 0");
   double count = std::max(std::ceil((limit - start) / delta), 0.0);
@@ -137,13 +146,13 @@ Status lowerEyeLike(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"Constant", {1, 9, 11, 12, 13}, lowerConstant, "constant (large ones: a parameter)"},
-    {"Identity", {1, 13, 14, 16}, lowerIdentity, "nothing (the value itself)"},
-    {"Shape", {1, 13, 15}, lowerShape, "constant"},
-    {"Size", {1, 13}, lowerSize, "constant"},
-    {"ConstantOfShape", {9}, lowerConstantOfShape, "constant (or expand of a scalar when large)"},
-    {"Range", {11}, lowerRange, "constant (inputs known at import)"},
-    {"EyeLike", {9}, lowerEyeLike, "constant"},
+    {"Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, lowerConstant, "constant (large ones: a parameter)"},
+    {"Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, lowerIdentity, "nothing (the value itself)"},
+    {"Shape", {1, 13, 15, 19, 21, 23, 24, 25}, lowerShape, "constant"},
+    {"Size", {1, 13, 19, 21, 23, 24, 25}, lowerSize, "constant"},
+    {"ConstantOfShape", {9, 20, 21, 23, 24, 25}, lowerConstantOfShape, "constant (or expand of a scalar when large)"},
+    {"Range", {11, 27}, lowerRange, "constant (inputs known at import)"},
+    {"EyeLike", {9, 22}, lowerEyeLike, "constant"},
 };
 
 }  // namespace

@@ -138,7 +138,7 @@ Status lowerConvTranspose(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"ConvTranspose", {1, 11}, lowerConvTranspose,
+    {"ConvTranspose", {1, 11, 22}, lowerConvTranspose,
      "reshape + pad + reshape + slice (stride dilation), pad, slice + transpose of the kernel, conv2d"},
 };
 

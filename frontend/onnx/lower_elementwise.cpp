@@ -64,6 +64,27 @@ Status lowerSelu(LoweringContext& c) {
   return done(c, y);
 }
 
+// Gelu-20: kfuse's gelu, erf form or (approximate = "tanh") tanh form.
+Status lowerGelu(LoweringContext& c) {
+  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
+  KF_RETURN_IF_ERROR(requireFloat(c, x, "operand"));
+  KF_ASSIGN_OR_RETURN(std::string approximate, c.attrs().getString("approximate", "none"));
+  if (approximate != "none" && approximate != "tanh")
+    return Error(str("attribute approximate = \"", approximate, "\" is not none or tanh"));
+  KF_ASSIGN_OR_RETURN(Value* y, c.build("gelu", {x}, {{"approximate", approximate}}));
+  return done(c, y);
+}
+
+// Mish: x * tanh(softplus(x)), one fused kernel on the cpu and cuda targets.
+Status lowerMish(LoweringContext& c) {
+  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
+  KF_RETURN_IF_ERROR(requireFloat(c, x, "operand"));
+  KF_ASSIGN_OR_RETURN(Value* sp, c.build("softplus", {x}));
+  KF_ASSIGN_OR_RETURN(Value* t, c.build("tanh", {sp}));
+  KF_ASSIGN_OR_RETURN(Value* y, c.build("mul", {x, t}));
+  return done(c, y);
+}
+
 // clip(alpha * x + beta, 0, 1), and x times it for HardSwish.
 Expected<Value*> hardSigmoid(LoweringContext& c, Value* x, double alpha, double beta) {
   KF_RETURN_IF_ERROR(requireFloat(c, x, "operand"));
@@ -253,7 +274,16 @@ Status lowerClip(LoweringContext& c) {
   return done(c, y);
 }
 
+// Cast-19's `saturate` and Cast-24's `round_mode` apply to casts into the
+// float8 types only, none of which kfuse has (such a cast is unsupported for
+// its type): for every cast kfuse does they change nothing.
+void ignoreFloat8Modes(LoweringContext& c) {
+  c.attrs().ignore("saturate");
+  c.attrs().ignore("round_mode");
+}
+
 Status lowerCast(LoweringContext& c) {
+  ignoreFloat8Modes(c);
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
   KF_ASSIGN_OR_RETURN(int64_t to, c.attrs().getInt("to"));
   auto dtype = dtypeFromOnnx(static_cast<int>(to));
@@ -263,6 +293,7 @@ Status lowerCast(LoweringContext& c) {
 }
 
 Status lowerCastLike(LoweringContext& c) {
+  ignoreFloat8Modes(c);
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
   KF_ASSIGN_OR_RETURN(Value* like, c.input(1));
   KF_ASSIGN_OR_RETURN(Value* y, c.build("cast", {x}, {{"to", dtypeAttr(like->type().dtype)}}));
@@ -318,28 +349,30 @@ const std::vector<OpLowering> kTable = {
     {"Sigmoid", {6, 13}, lowerUnary, "sigmoid"},
     {"Relu", {6, 13, 14}, lowerUnary, "relu"},
     {"Erf", {9, 13}, lowerUnary, "erf"},
-    {"Sin", {7}, lowerUnary, "sin"},
-    {"Cos", {7}, lowerUnary, "cos"},
+    {"Sin", {7, 22}, lowerUnary, "sin"},
+    {"Cos", {7, 22}, lowerUnary, "cos"},
     {"Sign", {9, 13}, lowerUnary, "sign"},
     {"Floor", {6, 13}, lowerUnary, "floor"},
     {"Ceil", {6, 13}, lowerUnary, "ceil"},
-    {"Softplus", {1}, lowerUnary, "softplus"},
+    {"Softplus", {1, 22}, lowerUnary, "softplus"},
     {"Not", {1}, lowerUnary, "logical_not"},
-    {"Elu", {6}, lowerElu, "elu"},
+    {"Elu", {6, 22}, lowerElu, "elu"},
     {"LeakyRelu", {6, 16}, lowerLeakyRelu, "leaky_relu"},
-    {"Selu", {6}, lowerSelu, "elu + mul"},
-    {"HardSigmoid", {6}, lowerHardSigmoid, "mul + add + clip"},
-    {"HardSwish", {14}, lowerHardSwish, "mul + add + clip + mul"},
-    {"Softsign", {1}, lowerSoftsign, "abs + add + div"},
-    {"Celu", {12}, lowerCelu, "div + elu + mul"},
-    {"ThresholdedRelu", {10}, lowerThresholdedRelu, "greater + where"},
+    {"Selu", {6, 22}, lowerSelu, "elu + mul"},
+    {"HardSigmoid", {6, 22}, lowerHardSigmoid, "mul + add + clip"},
+    {"HardSwish", {14, 22}, lowerHardSwish, "mul + add + clip + mul"},
+    {"Softsign", {1, 22}, lowerSoftsign, "abs + add + div"},
+    {"Celu", {12, 28}, lowerCelu, "div + elu + mul"},
+    {"Gelu", {20}, lowerGelu, "gelu (erf or tanh form)"},
+    {"Mish", {18, 22}, lowerMish, "softplus + tanh + mul"},
+    {"ThresholdedRelu", {10, 22}, lowerThresholdedRelu, "greater + where"},
     {"PRelu", {6, 7, 9, 16}, lowerPRelu, "less + mul + where"},
     {"Add", {6, 7, 13, 14}, lowerBinary, "add"},
     {"Sub", {6, 7, 13, 14}, lowerBinary, "sub"},
     {"Mul", {6, 7, 13, 14}, lowerBinary, "mul"},
     {"Div", {6, 7, 13, 14}, lowerBinary, "div"},
     {"Pow", {1, 7, 12, 13, 15}, lowerPow, "pow (exponent cast to the base's type; integers through f64)"},
-    {"Equal", {7, 11, 13}, lowerBinary, "equal"},
+    {"Equal", {7, 11, 13, 19}, lowerBinary, "equal"},
     {"Less", {7, 9, 13}, lowerBinary, "less"},
     {"Greater", {7, 9, 13}, lowerBinary, "greater"},
     {"LessOrEqual", {12, 16}, lowerBinary, "less_equal"},
@@ -353,10 +386,10 @@ const std::vector<OpLowering> kTable = {
     {"Mean", {6, 8, 13}, lowerVariadic, "add per extra input + div"},
     {"Where", {9, 16}, lowerWhere, "where"},
     {"Clip", {6, 11, 12, 13}, lowerClip, "clip (constant bounds) or maximum/minimum (run-time bounds)"},
-    {"Cast", {6, 9, 13}, lowerCast, "cast"},
-    {"CastLike", {15}, lowerCastLike, "cast"},
-    {"IsNaN", {9, 13}, lowerIsNaN, "equal + logical_not"},
-    {"IsInf", {10}, lowerIsInf, "equal + logical_or"},
+    {"Cast", {6, 9, 13, 19, 21, 23, 24, 25, 28}, lowerCast, "cast"},
+    {"CastLike", {15, 19, 21, 23, 24, 25}, lowerCastLike, "cast"},
+    {"IsNaN", {9, 13, 20}, lowerIsNaN, "equal + logical_not"},
+    {"IsInf", {10, 20}, lowerIsInf, "equal + logical_or"},
     {"Shrink", {9}, lowerShrink, "less + greater + add + sub + where"},
 };
 

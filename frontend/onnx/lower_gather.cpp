@@ -124,7 +124,7 @@ Status lowerOneHot(LoweringContext& c) {
 const std::vector<OpLowering> kTable = {
     {"GatherElements", {11, 13}, lowerGatherElements, "gather from the flattened data (flat indices: mul + add)"},
     {"GatherND", {11, 12, 13}, lowerGatherND, "gather from a reshaped view (flat indices: mul + reduce_sum)"},
-    {"OneHot", {9, 11}, lowerOneHot, "equal with a constant iota + where"},
+    {"OneHot", {9, 11, 28}, lowerOneHot, "equal with a constant iota + where"},
 };
 
 }  // namespace

@@ -81,7 +81,7 @@ Status lowerSoftmaxCrossEntropy(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"NegativeLogLikelihoodLoss", {12, 13}, lowerNLL,
+    {"NegativeLogLikelihoodLoss", {12, 13, 22}, lowerNLL,
      "unsqueeze + gather (GatherElements) + neg (+ gather of weights, where for ignore_index) + reduction"},
     {"SoftmaxCrossEntropyLoss", {12, 13}, lowerSoftmaxCrossEntropy, "log_softmax + NegativeLogLikelihoodLoss's ops"},
 };

@@ -2,7 +2,10 @@
 // ArgMax/ArgMin, Hardmax, CumSum.
 // Reductions without a kfuse op of their own (ReduceL2, ReduceLogSumExp, ...)
 // are composed from reduce_sum/reduce_max and elementwise ops.
+#include <algorithm>
+#include <climits>
 #include <limits>
+#include <optional>
 #include <map>
 
 #include "frontend/onnx/lower_util.h"
@@ -91,6 +94,42 @@ Expected<Value*> reduce(LoweringContext& c, std::string_view op, Value* x, const
   return c.build(op, {x}, {{"axes", Attribute(r.axes)}, {"keepdims", r.keepdims}});
 }
 
+// The shape a reduction gives.
+Shape reducedShape(const Reduction& r) {
+  Shape out;
+  const Shape& s = r.x->type().shape;
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool reduced = std::find(r.axes.begin(), r.axes.end(), static_cast<int64_t>(d)) != r.axes.end();
+    if (!reduced) out.push_back(s[d]);
+    else if (r.keepdims) out.push_back(1);
+  }
+  return out;
+}
+
+// ReduceMax and ReduceMin over an empty axis give the identity of the fold
+// (ONNX: -inf and +inf, or the type's extremes; for bools false and true),
+// which kfuse's reductions refuse to define.
+std::optional<Value*> emptyExtremum(LoweringContext& c, const Reduction& r, bool isMax) {
+  bool empty = false;
+  for (int64_t a : r.axes) empty |= r.x->type().shape[static_cast<size_t>(a)] == 0;
+  if (!empty) return std::nullopt;
+  DType t = r.x->type().dtype;
+  Tensor fill(TensorType(t, reducedShape(r)));
+  if (t == DType::I64) {
+    int64_t v = isMax ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    std::fill(fill.as<int64_t>(), fill.as<int64_t>() + fill.numElements(), v);
+    return c.constant(std::move(fill));
+  }
+  double inf = std::numeric_limits<double>::infinity();
+  auto [lo, hi] = t == DType::I32  ? std::pair<double, double>{INT32_MIN, INT32_MAX}
+                  : t == DType::I8 ? std::pair<double, double>{-128, 127}
+                  : t == DType::U8 ? std::pair<double, double>{0, 255}
+                  : t == DType::Bool ? std::pair<double, double>{0, 1}
+                                     : std::pair<double, double>{-inf, inf};
+  for (int64_t i = 0; i < fill.numElements(); ++i) fill.set(i, isMax ? lo : hi);
+  return c.constant(std::move(fill));
+}
+
 // Each reduction: an optional elementwise map before, the kfuse reduction,
 // an optional map after.
 Status lowerReduce(LoweringContext& c) {
@@ -98,6 +137,15 @@ Status lowerReduce(LoweringContext& c) {
   if (r.noop) return done(c, r.x);
   const std::string& op = c.opType();
   Value* x = r.x;
+  if (op == "ReduceMax" || op == "ReduceMin") {
+    if (auto empty = emptyExtremum(c, r, op == "ReduceMax")) return done(c, *empty);
+    if (x->type().dtype == DType::Bool) {  // ReduceMax-20 and ReduceMin-20: any and all
+      KF_ASSIGN_OR_RETURN(Value* wide, castTo(c, x, DType::U8));
+      KF_ASSIGN_OR_RETURN(Value* y, reduce(c, op == "ReduceMax" ? "reduce_max" : "reduce_min", wide, r));
+      KF_ASSIGN_OR_RETURN(y, castTo(c, y, DType::Bool));
+      return done(c, y);
+    }
+  }
   bool floatOnly = op == "ReduceMean" || op == "ReduceL2" || op == "ReduceLogSum" || op == "ReduceLogSumExp";
   if (floatOnly) KF_RETURN_IF_ERROR(requireFloat(c, x, "operand"));
   if (op == "ReduceL1") {
@@ -124,6 +172,7 @@ Status lowerReduceLogSumExp(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Reduction r, readReduction(c));
   if (r.noop) return done(c, r.x);
   KF_RETURN_IF_ERROR(requireFloat(c, r.x, "operand"));
+  if (auto empty = emptyExtremum(c, r, true)) return done(c, *empty);  // log of an empty sum: -inf
   Reduction keep = r;
   keep.keepdims = true;
   KF_ASSIGN_OR_RETURN(Value* m, reduce(c, "reduce_max", r.x, keep));
@@ -238,14 +287,14 @@ const std::vector<OpLowering> kTable = {
     {"MatMul", {1, 9, 13}, lowerMatMul, "matmul"},
     {"Gemm", {6, 7, 9, 11, 13}, lowerGemm, "matmul (+ mul for alpha) (+ add of C, + mul for beta)"},
     {"ReduceSum", {1, 11, 13}, lowerReduce, "reduce_sum"},
-    {"ReduceMean", {1, 11, 13}, lowerReduce, "reduce_mean"},
-    {"ReduceMax", {1, 11, 12, 13}, lowerReduce, "reduce_max"},
-    {"ReduceMin", {1, 11, 12, 13}, lowerReduce, "reduce_min"},
-    {"ReduceL1", {1, 11, 13}, lowerReduce, "abs + reduce_sum"},
-    {"ReduceL2", {1, 11, 13}, lowerReduce, "mul + reduce_sum + sqrt"},
-    {"ReduceSumSquare", {1, 11, 13}, lowerReduce, "mul + reduce_sum"},
-    {"ReduceLogSum", {1, 11, 13}, lowerReduce, "reduce_sum + log"},
-    {"ReduceLogSumExp", {1, 11, 13}, lowerReduceLogSumExp, "reduce_max + sub + exp + reduce_sum + log + add"},
+    {"ReduceMean", {1, 11, 13, 18}, lowerReduce, "reduce_mean"},
+    {"ReduceMax", {1, 11, 12, 13, 18, 20}, lowerReduce, "reduce_max"},
+    {"ReduceMin", {1, 11, 12, 13, 18, 20}, lowerReduce, "reduce_min"},
+    {"ReduceL1", {1, 11, 13, 18}, lowerReduce, "abs + reduce_sum"},
+    {"ReduceL2", {1, 11, 13, 18}, lowerReduce, "mul + reduce_sum + sqrt"},
+    {"ReduceSumSquare", {1, 11, 13, 18}, lowerReduce, "mul + reduce_sum"},
+    {"ReduceLogSum", {1, 11, 13, 18, 28}, lowerReduce, "reduce_sum + log"},
+    {"ReduceLogSumExp", {1, 11, 13, 18, 28}, lowerReduceLogSumExp, "reduce_max + sub + exp + reduce_sum + log + add"},
     {"ArgMax", {1, 11, 12, 13}, lowerArgMax, "argmax (last index: slice reversing the axis + argmax + sub)"},
     {"ArgMin", {1, 11, 12, 13}, lowerArgMax, "neg + argmax (last index as ArgMax)"},
     {"Hardmax", {1, 11, 13}, lowerHardmax, "argmax + equal with a constant iota + cast"},

@@ -1,6 +1,8 @@
 // Neural-network layers: convolution, pooling, normalisation, dropout and
 // softmax. kfuse's conv2d and pooling ops are 2-D; 1-D ONNX nodes are lowered
 // through them with a unit height (unsqueeze, 2-D op, squeeze).
+#include <algorithm>
+
 #include "frontend/onnx/lower_util.h"
 #include "frontend/onnx/op_table.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -147,7 +149,11 @@ Status lowerPool(LoweringContext& c) {
   if (kernel.size() != spatial.size())
     return Error(str("attribute kernel_shape = ", formatDims(kernel), " does not match the input's ", spatial.size(),
                      " spatial axes"));
-  KF_ASSIGN_OR_RETURN(Window win, readWindow(c, spatial, kernel, isMax && c.version() >= 10));
+  // AveragePool has dilations since opset 19; kfuse's avg_pool2d has none.
+  bool dilated = isMax ? c.version() >= 10 : c.version() >= 19;
+  KF_ASSIGN_OR_RETURN(Window win, readWindow(c, spatial, kernel, dilated));
+  if (!isMax && std::any_of(win.dilations.begin(), win.dilations.end(), [](int64_t d) { return d != 1; }))
+    return c.unsupported(str("AveragePool with dilations ", formatDims(win.dilations)));
   KF_RETURN_IF_ERROR(checkPoolPads(c, win));
   KF_ASSIGN_OR_RETURN(int64_t ceilMode, c.attrs().getInt("ceil_mode", 0));
   AttrMap attrs = windowAttrs(win, true, isMax);
@@ -417,16 +423,16 @@ Status lowerSoftmax(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"Conv", {1, 11}, lowerConv, "conv2d (1-D: unsqueeze + conv2d + squeeze)"},
-    {"MaxPool", {1, 8, 10, 11, 12}, lowerPool, "max_pool2d (1-D through unsqueeze/squeeze)"},
-    {"AveragePool", {1, 7, 10, 11}, lowerPool, "avg_pool2d (1-D through unsqueeze/squeeze)"},
-    {"GlobalAveragePool", {1}, lowerGlobalPool, "global_avg_pool2d (rank 4) or reduce_mean"},
-    {"GlobalMaxPool", {1}, lowerGlobalPool, "reduce_max"},
+    {"Conv", {1, 11, 22}, lowerConv, "conv2d (1-D: unsqueeze + conv2d + squeeze)"},
+    {"MaxPool", {1, 8, 10, 11, 12, 22}, lowerPool, "max_pool2d (1-D through unsqueeze/squeeze)"},
+    {"AveragePool", {1, 7, 10, 11, 19, 22}, lowerPool, "avg_pool2d (1-D through unsqueeze/squeeze)"},
+    {"GlobalAveragePool", {1, 22}, lowerGlobalPool, "global_avg_pool2d (rank 4) or reduce_mean"},
+    {"GlobalMaxPool", {1, 22}, lowerGlobalPool, "reduce_max"},
     {"BatchNormalization", {6, 7, 9, 14, 15}, lowerBatchNorm, "batch_norm (training_mode: batch_norm_train + running-stat updates)"},
-    {"InstanceNormalization", {6}, lowerInstanceNorm, "layer_norm + mul + add"},
+    {"InstanceNormalization", {6, 22}, lowerInstanceNorm, "layer_norm + mul + add"},
     {"LayerNormalization", {17}, lowerLayerNorm, "layer_norm (Mean, InvStdDev: reduce_mean + sub + mul + reduce_mean + add + rsqrt)"},
     {"LRN", {1, 13}, lowerLRN, "mul + avg_pool2d + mul + add + pow + div"},
-    {"Dropout", {6, 7, 10, 12, 13}, lowerDropout, "nothing (inference)"},
+    {"Dropout", {6, 7, 10, 12, 13, 22}, lowerDropout, "nothing (inference)"},
     {"Softmax", {1, 11, 13}, lowerSoftmax, "softmax (opset < 13: reshape + softmax + reshape)"},
     {"LogSoftmax", {1, 11, 13}, lowerSoftmax, "log_softmax (opset < 13: reshape + log_softmax + reshape)"},
 };

@@ -1,6 +1,9 @@
-// Resize (opsets 11 and 13) and Upsample (7, 9): nearest, linear and cubic
-// interpolation, all coordinate transformation modes. Interpolation is separable: each resized
-// axis becomes gathers of its n neighbours (1, 2 or 4) with index vectors
+// Resize (opsets 11, 13, 18 and 19: axes, aspect-ratio policies,
+// antialiasing, half_pixel_symmetric) and Upsample (7, 9): nearest, linear
+// and cubic interpolation, all coordinate transformation modes.
+// Interpolation is separable: each resized axis becomes gathers of its n
+// neighbours (1, 2 or 4; more when antialiasing widens the filter to cover
+// the input a downscaled output position spans) with index vectors
 // computed at import (shapes are static), weighted by constant coefficient
 // vectors and summed. The neighbour and coefficient rules follow ONNX's
 // reference implementation (onnx/backend/test/case/node/resize.py).
@@ -18,6 +21,7 @@ struct ResizeAttrs {
   std::string mode, transform, nearestMode;
   double cubicA = -0.75, extrapolation = 0;
   bool excludeOutside = false;
+  bool antialias = false;  // linear and cubic: a filter widened by 1/scale when downscaling
 };
 
 // Interpolation along one axis: for every output position, its neighbours'
@@ -28,7 +32,38 @@ struct AxisPlan {
   std::vector<bool> outside;                // tf_crop_and_resize: position maps outside the input
 };
 
-std::vector<double> coefficients(const ResizeAttrs& a, double ratio, bool integral) {
+// The number of neighbours an output position reads along an axis scaled
+// by `scale` (fixed per axis).
+size_t neighbours(const ResizeAttrs& a, double scale) {
+  if (a.mode == "nearest") return 2;
+  if (!a.antialias) return a.mode == "cubic" ? 4 : 2;
+  double s = std::min(scale, 1.0), support = a.mode == "cubic" ? 2.0 : 1.0;
+  auto start = static_cast<int64_t>(std::floor(-support / s) + 1);
+  return static_cast<size_t>(2 - 2 * start);
+}
+
+// Antialiased weights (ONNX's reference): the filter evaluated at the
+// neighbours' distances times the scale, normalised to sum 1.
+std::vector<double> antialiasCoefficients(const ResizeAttrs& a, double ratio, double scale, size_t n) {
+  double s = std::min(scale, 1.0), A = a.cubicA;
+  auto start = 1 - static_cast<int64_t>(n / 2);
+  std::vector<double> w;
+  double total = 0;
+  for (size_t k = 0; k < n; ++k) {
+    double x = std::abs(s * (static_cast<double>(start + static_cast<int64_t>(k)) - ratio));
+    double v = a.mode == "linear" ? std::clamp(1 - x, 0.0, 1.0)
+               : x <= 1           ? ((A + 2) * x - (A + 3)) * x * x + 1
+               : x < 2            ? ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+                                  : 0.0;
+    w.push_back(v);
+    total += v;
+  }
+  for (double& v : w) v /= total;
+  return w;
+}
+
+std::vector<double> coefficients(const ResizeAttrs& a, double ratio, bool integral, double scale, size_t n) {
+  if (a.antialias && a.mode != "nearest") return antialiasCoefficients(a, ratio, scale, n);
   if (a.mode == "nearest") {
     if (integral) return {0, 1};
     const std::string& m = a.nearestMode;
@@ -45,11 +80,15 @@ std::vector<double> coefficients(const ResizeAttrs& a, double ratio, bool integr
 // transformation modes); nullopt for tf_crop_and_resize outside the input.
 // As in ONNX's reference, the output width is scale * in, which is not an
 // integer when a scale (rather than a size) was given.
-std::optional<double> sourceCoordinate(const ResizeAttrs& a, int64_t x, int64_t in, double scale, double roiBegin,
-                                       double roiEnd) {
+std::optional<double> sourceCoordinate(const ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale,
+                                       double roiBegin, double roiEnd) {
   const std::string& t = a.transform;
   auto xd = static_cast<double>(x);
   double width = scale * static_cast<double>(in);
+  if (t == "half_pixel_symmetric") {  // the input's centre stays the output's when out is rounded
+    double offset = static_cast<double>(in) / 2 * (1 - static_cast<double>(out) / width);
+    return offset + (xd + 0.5) / scale - 0.5;
+  }
   if (t == "align_corners") return width == 1 ? 0.0 : xd * static_cast<double>(in - 1) / (width - 1);
   if (t == "asymmetric") return xd / scale;
   if (t == "pytorch_half_pixel") return width == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
@@ -62,20 +101,20 @@ std::optional<double> sourceCoordinate(const ResizeAttrs& a, int64_t x, int64_t 
 }
 
 AxisPlan planAxis(const ResizeAttrs& a, int64_t in, int64_t out, double scale, double roiBegin, double roiEnd) {
-  size_t n = a.mode == "cubic" ? 4 : 2;
+  size_t n = neighbours(a, scale);
   AxisPlan p;
   p.index.assign(n, std::vector<int64_t>(static_cast<size_t>(out)));
   p.weight.assign(n, std::vector<double>(static_cast<size_t>(out)));
   p.outside.assign(static_cast<size_t>(out), false);
   for (int64_t x = 0; x < out; ++x) {
-    auto coord = sourceCoordinate(a, x, in, scale, roiBegin, roiEnd);
+    auto coord = sourceCoordinate(a, x, in, out, scale, roiBegin, roiEnd);
     if (!coord) {
       p.outside[static_cast<size_t>(x)] = true;
       coord = 0.0;
     }
     double base = std::floor(*coord);
     bool integral = *coord == base;
-    std::vector<double> w = coefficients(a, integral ? 1.0 : *coord - base, integral);
+    std::vector<double> w = coefficients(a, integral ? 1.0 : *coord - base, integral, scale, n);
     // The n neighbours nearest to coord, the lower one on ties: with the
     // weight of ratio 1 at `base`, they start at base - n/2 + (integral).
     auto first = static_cast<int64_t>(base) - static_cast<int64_t>(n / 2) + (integral ? 0 : 1);
@@ -136,11 +175,14 @@ Expected<ResizeAttrs> readAttrs(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(a.cubicA, c.attrs().getFloat("cubic_coeff_a", -0.75));
   KF_ASSIGN_OR_RETURN(a.extrapolation, c.attrs().getFloat("extrapolation_value", 0.0));
   KF_ASSIGN_OR_RETURN(int64_t exclude, c.attrs().getInt("exclude_outside", 0));
+  KF_ASSIGN_OR_RETURN(int64_t antialias, c.attrs().getInt("antialias", 0));
   a.excludeOutside = exclude != 0;
+  a.antialias = antialias != 0;
   if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic")
     return Error(str("attribute mode = \"", a.mode, "\" is not nearest, linear or cubic"));
+  if (a.antialias && a.mode == "nearest") return Error("antialias applies to linear and cubic modes, not nearest");
   for (const char* t : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
-                        "tf_half_pixel_for_nn"})
+                        "tf_half_pixel_for_nn", "half_pixel_symmetric"})
     if (a.transform == t) return a;
   return c.unsupported(str("Resize with coordinate_transformation_mode \"", a.transform, "\""));
 }
@@ -163,30 +205,101 @@ Status fromScales(const Tensor& s, const Shape& in, ResizeTarget& t) {
   return Status::ok();
 }
 
-Expected<ResizeTarget> readTarget(LoweringContext& c, const Shape& in, bool cropAndResize) {
+// Resize-18's `axes`: scales, sizes and roi name those axes only; the others
+// keep their extent (scale 1, roi [0, 1]).
+struct AxisList {
+  std::vector<int64_t> axes;  // normalised, in the given order
+  bool all = true;
+};
+
+Expected<AxisList> readAxes(LoweringContext& c, size_t rank) {
+  AxisList l;
+  KF_ASSIGN_OR_RETURN(auto axes, c.attrs().getInts("axes", std::vector<int64_t>{}));
+  l.all = axes.empty();
+  if (l.all)
+    for (size_t d = 0; d < rank; ++d) l.axes.push_back(static_cast<int64_t>(d));
+  for (int64_t a : axes) {
+    KF_ASSIGN_OR_RETURN(int64_t n, normalizedAxis(a, static_cast<int64_t>(rank), "attribute axes"));
+    if (std::find(l.axes.begin(), l.axes.end(), n) != l.axes.end()) return Error("attribute axes repeats an axis");
+    l.axes.push_back(n);
+  }
+  return l;
+}
+
+// Values given per listed axis, spread over all axes (`fill` elsewhere).
+Expected<std::vector<double>> perAxis(const Tensor& t, const AxisList& l, size_t rank, double fill, const char* what) {
+  if (static_cast<size_t>(t.numElements()) != l.axes.size())
+    return Error(str(what, " has ", t.numElements(), " values for ", l.axes.size(), " resized axes"));
+  std::vector<double> v(rank, fill);
+  for (size_t i = 0; i < l.axes.size(); ++i) v[static_cast<size_t>(l.axes[i])] = t.at(static_cast<int64_t>(i));
+  return v;
+}
+
+// Sizes under keep_aspect_ratio_policy: one scale for all listed axes, the
+// smallest (not_larger) or largest (not_smaller) of theirs, and sizes
+// rounded half up from it.
+Status keepAspectRatio(const std::string& policy, const AxisList& l, const Shape& in, ResizeTarget& t) {
+  if (policy == "stretch") return Status::ok();
+  if (policy != "not_larger" && policy != "not_smaller")
+    return Error(str("attribute keep_aspect_ratio_policy = \"", policy, "\" is not stretch, not_larger or not_smaller"));
+  double scale = t.scales[static_cast<size_t>(l.axes[0])];
+  for (int64_t a : l.axes)
+    scale = policy == "not_larger" ? std::min(scale, t.scales[static_cast<size_t>(a)])
+                                   : std::max(scale, t.scales[static_cast<size_t>(a)]);
+  for (int64_t a : l.axes) {
+    auto d = static_cast<size_t>(a);
+    t.scales[d] = scale;
+    t.out[d] = static_cast<int64_t>(scale * static_cast<double>(in[d]) + 0.5);
+  }
+  return Status::ok();
+}
+
+Expected<ResizeTarget> upsampleTarget(LoweringContext& c, const Shape& in) {
   ResizeTarget t{in, std::vector<double>(in.size(), 1.0), {}};
-  if (c.opType() == "Upsample") {
-    if (c.version() < 9) {
-      KF_ASSIGN_OR_RETURN(auto s, c.attrs().getFloats("scales"));
-      KF_RETURN_IF_ERROR(fromScales(Tensor::fromDoubles(TensorType(DType::F64, {static_cast<int64_t>(s.size())}), s),
-                                    in, t));
-    } else {
-      KF_ASSIGN_OR_RETURN(Tensor s, c.constantInput(1));
-      KF_RETURN_IF_ERROR(fromScales(s, in, t));
-    }
-  } else if (c.hasInput(3)) {
-    KF_ASSIGN_OR_RETURN(t.out, c.intsInput(3));
-    if (t.out.size() != in.size()) return Error(str("sizes has ", t.out.size(), " values for an input of rank ", in.size()));
-    for (size_t i = 0; i < in.size(); ++i) t.scales[i] = static_cast<double>(t.out[i]) / static_cast<double>(in[i]);
+  if (c.version() < 9) {
+    KF_ASSIGN_OR_RETURN(auto s, c.attrs().getFloats("scales"));
+    KF_RETURN_IF_ERROR(
+        fromScales(Tensor::fromDoubles(TensorType(DType::F64, {static_cast<int64_t>(s.size())}), s), in, t));
   } else {
-    KF_ASSIGN_OR_RETURN(Tensor s, c.constantInput(2));
+    KF_ASSIGN_OR_RETURN(Tensor s, c.constantInput(1));
     KF_RETURN_IF_ERROR(fromScales(s, in, t));
+  }
+  KF_RETURN_IF_ERROR(checkShapeBounds(t.out, "the resized shape"));
+  return t;
+}
+
+Expected<ResizeTarget> readTarget(LoweringContext& c, const Shape& in, bool cropAndResize) {
+  if (c.opType() == "Upsample") return upsampleTarget(c, in);
+  ResizeTarget t{in, std::vector<double>(in.size(), 1.0), {}};
+  KF_ASSIGN_OR_RETURN(AxisList axes, readAxes(c, in.size()));
+  if (c.hasInput(3)) {
+    KF_ASSIGN_OR_RETURN(Tensor sizes, c.constantInput(3));
+    KF_ASSIGN_OR_RETURN(auto out, perAxis(sizes, axes, in.size(), -1, "sizes"));
+    for (size_t i = 0; i < in.size(); ++i) {
+      t.out[i] = out[i] < 0 ? in[i] : static_cast<int64_t>(out[i]);
+      t.scales[i] = static_cast<double>(t.out[i]) / static_cast<double>(in[i]);
+    }
+    KF_ASSIGN_OR_RETURN(std::string policy, c.attrs().getString("keep_aspect_ratio_policy", "stretch"));
+    KF_RETURN_IF_ERROR(keepAspectRatio(policy, axes, in, t));
+  } else {
+    c.attrs().ignore("keep_aspect_ratio_policy");  // applies to sizes only
+    KF_ASSIGN_OR_RETURN(Tensor s, c.constantInput(2));
+    KF_ASSIGN_OR_RETURN(auto scales, perAxis(s, axes, in.size(), 1.0, "scales"));
+    KF_RETURN_IF_ERROR(fromScales(Tensor::fromDoubles(TensorType(DType::F64, {static_cast<int64_t>(in.size())}), scales),
+                                  in, t));
   }
   KF_RETURN_IF_ERROR(checkShapeBounds(t.out, "the resized shape"));
   if (cropAndResize) {
     KF_ASSIGN_OR_RETURN(Tensor r, c.constantInput(1));
-    if (static_cast<size_t>(r.numElements()) != 2 * in.size()) return Error("roi must have 2 * rank values");
-    t.roi = r.toDoubles();
+    size_t n = axes.axes.size();
+    if (static_cast<size_t>(r.numElements()) != 2 * n) return Error("roi must have 2 values per resized axis");
+    std::vector<double> given = r.toDoubles();
+    t.roi.assign(in.size(), 0.0);
+    t.roi.resize(2 * in.size(), 1.0);
+    for (size_t i = 0; i < n; ++i) {
+      t.roi[static_cast<size_t>(axes.axes[i])] = given[i];
+      t.roi[in.size() + static_cast<size_t>(axes.axes[i])] = given[n + i];
+    }
   }
   return t;
 }
@@ -222,7 +335,7 @@ Status lowerResize(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"Resize", {11, 13}, lowerResize,
+    {"Resize", {11, 13, 18, 19}, lowerResize,
      "per resized axis: gather (nearest) or gathers + mul + add with constant indices and weights"},
     {"Upsample", {7, 9}, lowerResize, "as Resize (asymmetric coordinates, nearest rounding down)"},
 };

@@ -75,7 +75,8 @@ Status lowerConcat(LoweringContext& c) {
 }
 
 // Split: sizes from the `split` attribute (before opset 13) or input, else
-// equal parts, one per output.
+// equal parts, one per output; Split-18's `num_outputs` parts are
+// ceil(extent / n) long, the last one shorter.
 Status lowerSplit(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
   KF_ASSIGN_OR_RETURN(int64_t axis, c.attrs().getInt("axis", 0));
@@ -89,6 +90,17 @@ Status lowerSplit(LoweringContext& c) {
     KF_ASSIGN_OR_RETURN(sizes, c.attrs().getInts("split", std::vector<int64_t>{}));
   }
   auto parts = static_cast<int64_t>(c.numOutputs());
+  if (c.version() >= 18 && c.attrs().has("num_outputs")) {
+    KF_ASSIGN_OR_RETURN(int64_t n, c.attrs().getInt("num_outputs"));
+    if (!sizes.empty()) return Error("Split-18 takes either the split input or num_outputs, not both");
+    if (n != parts) return Error(str("num_outputs = ", n, " but the node has ", parts, " outputs"));
+    int64_t extent = x->type().shape[static_cast<size_t>(axis)];
+    int64_t chunk = (extent + n - 1) / n;
+    if (n < 1 || chunk * (n - 1) >= extent + (extent == 0 ? 1 : 0))
+      return Error(str("axis ", axis, " of ", formatType(x->type()), " does not split into ", n, " parts"));
+    sizes.assign(static_cast<size_t>(n - 1), chunk);
+    sizes.push_back(extent - chunk * (n - 1));
+  }
   if (sizes.empty()) {
     int64_t extent = x->type().shape[static_cast<size_t>(axis)];
     if (parts == 0 || extent % parts != 0)
@@ -163,6 +175,42 @@ Status lowerTile(LoweringContext& c) {
   return done(c, y);
 }
 
+// Pad-18's `axes` input: pads for those axes only (begins, then ends), the
+// others unpadded; spread to ONNX's full-rank order.
+Expected<std::vector<int64_t>> fullRankPads(LoweringContext& c, std::vector<int64_t> pads, size_t rank) {
+  if (c.version() < 18 || !c.hasInput(3)) return pads;
+  KF_ASSIGN_OR_RETURN(auto axes, c.intsInput(3));
+  if (pads.size() != 2 * axes.size())
+    return Error(str("pads has ", pads.size(), " values for ", axes.size(), " axes (2 per axis)"));
+  std::vector<int64_t> full(2 * rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    KF_ASSIGN_OR_RETURN(int64_t a, normalizedAxis(axes[i], static_cast<int64_t>(rank), "axes"));
+    if (seen[static_cast<size_t>(a)]) return Error(str("axes repeats axis ", a));
+    seen[static_cast<size_t>(a)] = true;
+    full[static_cast<size_t>(a)] = pads[i];
+    full[rank + static_cast<size_t>(a)] = pads[axes.size() + i];
+  }
+  return full;
+}
+
+// Pad-19's "wrap" (circular) mode: along each padded axis, a gather of
+// positions (i - begin) mod n; negative pads crop the same way.
+Expected<Value*> wrapPad(LoweringContext& c, Value* x, const std::vector<int64_t>& pads) {
+  size_t rank = x->type().rank();
+  if (pads.size() != 2 * rank) return Error(str("pads has ", pads.size(), " values for rank ", rank));
+  for (size_t a = 0; a < rank; ++a) {
+    int64_t n = x->type().shape[a], begin = pads[a], end = pads[a + rank], out = n + begin + end;
+    if (begin == 0 && end == 0) continue;
+    if (n == 0 || out < 0) return Error(str("cannot wrap-pad axis ", a, " of ", formatType(x->type()), " by ", begin,
+                                            " and ", end));
+    Tensor idx(TensorType(DType::I64, {out}));
+    for (int64_t i = 0; i < out; ++i) idx.as<int64_t>()[i] = (((i - begin) % n) + n) % n;
+    KF_ASSIGN_OR_RETURN(x, c.build("gather", {x, c.constant(std::move(idx))}, {{"axis", static_cast<int64_t>(a)}}));
+  }
+  return x;
+}
+
 Status lowerPad(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
   KF_ASSIGN_OR_RETURN(std::string mode, c.attrs().getString("mode", "constant"));
@@ -173,11 +221,16 @@ Status lowerPad(LoweringContext& c) {
     KF_ASSIGN_OR_RETURN(value, c.attrs().getFloat("value", 0.0));
   } else {
     KF_ASSIGN_OR_RETURN(pads, c.intsInput(1));
+    KF_ASSIGN_OR_RETURN(pads, fullRankPads(c, std::move(pads), x->type().rank()));
     if (c.hasInput(2)) {
       KF_ASSIGN_OR_RETURN(Tensor v, c.constantInput(2));
       if (v.numElements() != 1) return Error(str("constant_value must be a scalar, got ", formatType(v.type())));
       value = v.at(0);
     }
+  }
+  if (mode == "wrap" && c.version() >= 19) {
+    KF_ASSIGN_OR_RETURN(Value* y, wrapPad(c, x, pads));
+    return done(c, y);
   }
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     return c.unsupported(str("Pad with mode \"", mode, "\""));
@@ -203,9 +256,13 @@ Status lowerDepthSpace(LoweringContext& c) {
     perm = dcr ? std::vector<int64_t>{0, 3, 4, 1, 5, 2} : std::vector<int64_t>{0, 1, 4, 2, 5, 3};
     out = {n, ch / (b * b), h * b, w * b};
   } else {
+    // SpaceToDepth-28's mode: the block offset outermost in the output
+    // channel (DCR, as before) or innermost (CRD).
+    KF_ASSIGN_OR_RETURN(std::string mode, c.attrs().getString("mode", "DCR"));
+    if (mode != "DCR" && mode != "CRD") return Error(str("attribute mode = \"", mode, "\" is not DCR or CRD"));
     if (h % b != 0 || w % b != 0) return Error(str("height and width must be multiples of blocksize ", b));
     split = {n, ch, h / b, b, w / b, b};
-    perm = {0, 3, 5, 1, 2, 4};
+    perm = mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4} : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
     out = {n, ch * b * b, h / b, w / b};
   }
   KF_ASSIGN_OR_RETURN(Value* y, reshapeTo(c, x, split));
@@ -239,20 +296,20 @@ Status lowerTrilu(LoweringContext& c) {
 }
 
 const std::vector<OpLowering> kTable = {
-    {"Reshape", {5, 13, 14}, lowerReshape, "reshape (shape known at import)"},
-    {"Flatten", {1, 9, 11, 13}, lowerFlatten, "flatten"},
-    {"Transpose", {1, 13}, lowerTranspose, "transpose"},
-    {"Squeeze", {1, 11, 13}, lowerSqueeze, "squeeze"},
-    {"Unsqueeze", {1, 11, 13}, lowerUnsqueeze, "unsqueeze"},
+    {"Reshape", {5, 13, 14, 19, 21, 23, 24, 25}, lowerReshape, "reshape (shape known at import)"},
+    {"Flatten", {1, 9, 11, 13, 21, 23, 24, 25}, lowerFlatten, "flatten"},
+    {"Transpose", {1, 13, 21, 23, 24, 25}, lowerTranspose, "transpose"},
+    {"Squeeze", {1, 11, 13, 21, 23, 24, 25}, lowerSqueeze, "squeeze"},
+    {"Unsqueeze", {1, 11, 13, 21, 23, 24, 25}, lowerUnsqueeze, "unsqueeze"},
     {"Concat", {4, 11, 13}, lowerConcat, "concat"},
-    {"Split", {2, 11, 13}, lowerSplit, "split"},
+    {"Split", {2, 11, 13, 18}, lowerSplit, "split"},
     {"Slice", {1, 10, 11, 13}, lowerSlice, "slice (starts/ends/axes/steps known at import)"},
     {"Gather", {1, 11, 13}, lowerGather, "gather"},
     {"Expand", {8, 13}, lowerExpand, "expand (shape known at import)"},
     {"Tile", {6, 13}, lowerTile, "concat of copies per axis"},
-    {"Pad", {2, 11, 13}, lowerPad, "pad (pads known at import)"},
-    {"DepthToSpace", {1, 11, 13}, lowerDepthSpace, "reshape + transpose + reshape"},
-    {"SpaceToDepth", {1, 13}, lowerDepthSpace, "reshape + transpose + reshape"},
+    {"Pad", {2, 11, 13, 18, 19, 21, 23, 24, 25}, lowerPad, "pad (pads known at import)"},
+    {"DepthToSpace", {1, 11, 13, 28}, lowerDepthSpace, "reshape + transpose + reshape"},
+    {"SpaceToDepth", {1, 13, 28}, lowerDepthSpace, "reshape + transpose + reshape"},
     {"Trilu", {14}, lowerTrilu, "greater_equal/less_equal of constant offsets and k + where"},
 };
 

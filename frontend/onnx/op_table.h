@@ -25,6 +25,7 @@ struct OpLowering {
   std::string_view loweredTo;  // for docs/onnx-support.md
 };
 
+std::span<const OpLowering> attentionLowerings();      // lower_attention.cpp
 std::span<const OpLowering> constantLowerings();       // lower_constant.cpp
 std::span<const OpLowering> convTransposeLowerings();  // lower_conv_transpose.cpp
 std::span<const OpLowering> elementwiseLowerings();    // lower_elementwise.cpp
@@ -33,6 +34,7 @@ std::span<const OpLowering> gatherLowerings();       // lower_gather.cpp
 std::span<const OpLowering> lossLowerings();         // lower_loss.cpp
 std::span<const OpLowering> mathLowerings();         // lower_math.cpp
 std::span<const OpLowering> nnLowerings();           // lower_nn.cpp
+std::span<const OpLowering> normLowerings();         // lower_norm.cpp
 std::span<const OpLowering> resizeLowerings();       // lower_resize.cpp
 std::span<const OpLowering> shapeLowerings();        // lower_shape.cpp
 

@@ -22,6 +22,11 @@ constexpr TypeName kTypeNames[] = {
     {TensorProto::FLOAT16, "FLOAT16"}, {TensorProto::DOUBLE, "DOUBLE"},       {TensorProto::UINT32, "UINT32"},
     {TensorProto::UINT64, "UINT64"},   {TensorProto::COMPLEX64, "COMPLEX64"}, {TensorProto::COMPLEX128, "COMPLEX128"},
     {TensorProto::BFLOAT16, "BFLOAT16"},
+    // Types of IR versions after Debian's ONNX 1.12, by number.
+    {17, "FLOAT8E4M3FN"},              {18, "FLOAT8E4M3FNUZ"},                {19, "FLOAT8E5M2"},
+    {20, "FLOAT8E5M2FNUZ"},            {21, "UINT4"},                         {22, "INT4"},
+    {23, "FLOAT4E2M1"},                {24, "FLOAT8E8M0"},                    {25, "UINT2"},
+    {26, "INT2"},                      {27, "FLOAT6E2M3"},                    {28, "FLOAT6E3M2"},
 };
 
 // Copies `count` elements of the typed repeated field into t, converting

@@ -92,7 +92,7 @@ BackendTestResult runDataSet(const std::string& name, const onnx_import::OnnxMod
     return fail(name, str("the model computes ", result->outputs.size(), " outputs, ", set.filename().string(),
                           " expects ", outputs->size()));
   for (size_t i = 0; i < outputs->size(); ++i) {
-    std::string mismatch = compareTensors(result->outputs[i], (*outputs)[i]);
+    std::string mismatch = compareTensors(result->outputs[i], (*outputs)[i], toleranceFor((*outputs)[i].dtype(), name));
     if (!mismatch.empty())
       return fail(name, str(set.filename().string(), " output ", i, " '", g.results()[i]->name(), "': ", mismatch));
   }
@@ -120,10 +120,24 @@ Tolerance toleranceFor(DType t) {
   }
 }
 
-std::string compareTensors(const Tensor& got, const Tensor& want) {
+// Tests whose expected outputs ONNX wrote by hand, rounded to four
+// decimals: compared as ONNX's own backend runner compares every test
+// (rtol 1e-3, atol 1e-7), since kfuse's f32 bound is tighter than the data.
+constexpr std::string_view kRoundedReferences[] = {
+    "test_averagepool_2d_ceil_last_window_starts_on_pad",  // 1.3595 / 9 written as 0.1511
+};
+
+Tolerance toleranceFor(DType t, std::string_view test) {
+  for (std::string_view rounded : kRoundedReferences)
+    if (test == rounded && isFloat(t)) return {1e-7, 1e-3};
+  return toleranceFor(t);
+}
+
+std::string compareTensors(const Tensor& got, const Tensor& want) { return compareTensors(got, want, toleranceFor(want.dtype())); }
+
+std::string compareTensors(const Tensor& got, const Tensor& want, Tolerance tol) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return str("is ", formatType(got.type()), ", expected ", formatType(want.type()));
-  Tolerance tol = toleranceFor(want.dtype());
   double worstExcess = 0;
   int64_t worst = -1, bad = 0;
   bool floating = isFloat(want.dtype());
