@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "frontend/onnx/external_data.h"
+#include "frontend/onnx/functions.h"
 #include "ir/support/file_io.h"
 #include "ir/support/strings.h"
 #include "onnx/checker.h"
@@ -59,6 +60,7 @@ Expected<OnnxModel> parseModel(const std::string& bytes, const std::string& path
   m.path = path;
   KF_ASSIGN_OR_RETURN(m.opset, defaultOpset(*proto, path, report));
   KF_RETURN_IF_ERROR(inlineExternalData(*proto, dir, path));
+  KF_RETURN_IF_ERROR(inlineFunctions(*proto, path));
   m.proto = std::move(proto);
   return m;
 }
