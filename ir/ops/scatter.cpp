@@ -55,6 +55,16 @@ Expected<std::vector<TensorType>> inferScatterNd(const OpCall& c) {
   return one(TensorType(data.dtype, data.shape));
 }
 
+// "[1, 0]": the multi-index of coordinate tuple i among indices.shape[:-1].
+std::string tuplePosition(const Shape& indicesShape, int64_t i) {
+  std::vector<int64_t> pos(indicesShape.size() - 1);
+  for (size_t d = pos.size(); d-- > 0;) {
+    pos[d] = i % indicesShape[d];
+    i /= indicesShape[d];
+  }
+  return ops::listText(pos);
+}
+
 // The flat offset of the data slice each coordinate tuple addresses, in
 // units of slices of data.shape[k:]; an Error naming the first bad index.
 // Every index is checked before anything is written.
@@ -68,9 +78,9 @@ Expected<std::vector<int64_t>> sliceOffsets(const Tensor& data, const Tensor& in
       const int64_t size = data.shape()[static_cast<size_t>(j)];
       const int64_t v = ops::readIndex(indices, i * k + j);
       if (v < -size || v >= size)
-        return Error(str("index ", v, " (element ", i * k + j, " of indices ", formatType(indices.type()),
-                         ") is out of range for axis ", j, " of data ", formatType(data.type()), " (size ", size,
-                         ")"));
+        return Error(str("index ", v, " at indices", tuplePosition(indices.shape(), i), "[", j, "] (indices ",
+                         formatType(indices.type()), ") is out of range for axis ", j, " of data ",
+                         formatType(data.type()), " (size ", size, ")"));
       off = off * size + (v < 0 ? v + size : v);
     }
     offsets[static_cast<size_t>(i)] = off;
