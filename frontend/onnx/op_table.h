@@ -33,6 +33,7 @@ std::span<const OpLowering> gatherLowerings();       // lower_gather.cpp
 std::span<const OpLowering> lossLowerings();         // lower_loss.cpp
 std::span<const OpLowering> mathLowerings();         // lower_math.cpp
 std::span<const OpLowering> nnLowerings();           // lower_nn.cpp
+std::span<const OpLowering> numericLowerings();      // lower_numeric.cpp
 std::span<const OpLowering> resizeLowerings();       // lower_resize.cpp
 std::span<const OpLowering> scatterLowerings();      // lower_scatter.cpp
 std::span<const OpLowering> shapeLowerings();        // lower_shape.cpp
