@@ -11,7 +11,7 @@ std::vector<const OpLowering*> allLowerings() {
   static const std::vector<const OpLowering*> all = [] {
     std::vector<const OpLowering*> v;
     for (auto table : {constantLowerings(), convTransposeLowerings(), elementwiseLowerings(), compositeMathLowerings(), gatherLowerings(), lossLowerings(), mathLowerings(),
-                       nnLowerings(), resizeLowerings(), shapeLowerings(), numericLowerings(),
+                       nnLowerings(), resizeLowerings(), shapeLowerings(), einsumLowerings(), numericLowerings(),
                        scatterLowerings()})
       for (const OpLowering& l : table) v.push_back(&l);
     std::sort(v.begin(), v.end(), [](const OpLowering* a, const OpLowering* b) { return a->opType < b->opType; });

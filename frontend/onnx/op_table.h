@@ -27,6 +27,7 @@ struct OpLowering {
 
 std::span<const OpLowering> constantLowerings();       // lower_constant.cpp
 std::span<const OpLowering> convTransposeLowerings();  // lower_conv_transpose.cpp
+std::span<const OpLowering> einsumLowerings();         // lower_einsum.cpp
 std::span<const OpLowering> elementwiseLowerings();    // lower_elementwise.cpp
 std::span<const OpLowering> compositeMathLowerings();  // lower_composite_math.cpp
 std::span<const OpLowering> gatherLowerings();       // lower_gather.cpp
