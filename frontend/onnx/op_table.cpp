@@ -10,8 +10,10 @@ namespace kfuse::onnx_import {
 std::vector<const OpLowering*> allLowerings() {
   static const std::vector<const OpLowering*> all = [] {
     std::vector<const OpLowering*> v;
-    for (auto table : {attentionLowerings(), constantLowerings(), convTransposeLowerings(), elementwiseLowerings(), compositeMathLowerings(), gatherLowerings(), lossLowerings(), mathLowerings(),
-                       nnLowerings(), normLowerings(), resizeLowerings(), shapeLowerings()})
+    for (auto table : {attentionLowerings(), constantLowerings(), convTransposeLowerings(), einsumLowerings(),
+                       elementwiseLowerings(), compositeMathLowerings(), gatherLowerings(), lossLowerings(),
+                       mathLowerings(), nnLowerings(), normLowerings(), numericLowerings(), resizeLowerings(),
+                       scatterLowerings(), shapeLowerings()})
       for (const OpLowering& l : table) v.push_back(&l);
     std::sort(v.begin(), v.end(), [](const OpLowering* a, const OpLowering* b) { return a->opType < b->opType; });
     return v;

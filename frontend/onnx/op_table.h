@@ -28,6 +28,7 @@ struct OpLowering {
 std::span<const OpLowering> attentionLowerings();      // lower_attention.cpp
 std::span<const OpLowering> constantLowerings();       // lower_constant.cpp
 std::span<const OpLowering> convTransposeLowerings();  // lower_conv_transpose.cpp
+std::span<const OpLowering> einsumLowerings();         // lower_einsum.cpp
 std::span<const OpLowering> elementwiseLowerings();    // lower_elementwise.cpp
 std::span<const OpLowering> compositeMathLowerings();  // lower_composite_math.cpp
 std::span<const OpLowering> gatherLowerings();       // lower_gather.cpp
@@ -35,7 +36,9 @@ std::span<const OpLowering> lossLowerings();         // lower_loss.cpp
 std::span<const OpLowering> mathLowerings();         // lower_math.cpp
 std::span<const OpLowering> nnLowerings();           // lower_nn.cpp
 std::span<const OpLowering> normLowerings();         // lower_norm.cpp
+std::span<const OpLowering> numericLowerings();      // lower_numeric.cpp
 std::span<const OpLowering> resizeLowerings();       // lower_resize.cpp
+std::span<const OpLowering> scatterLowerings();      // lower_scatter.cpp
 std::span<const OpLowering> shapeLowerings();        // lower_shape.cpp
 
 // Every lowering, sorted by op type.

@@ -49,6 +49,7 @@ Tensor cos(const Tensor& x) { return apply1(Op::Cos, {x}); }
 Tensor sign(const Tensor& x) { return apply1(Op::Sign, {x}); }
 Tensor floor(const Tensor& x) { return apply1(Op::Floor, {x}); }
 Tensor ceil(const Tensor& x) { return apply1(Op::Ceil, {x}); }
+Tensor round(const Tensor& x) { return apply1(Op::Round, {x}); }
 Tensor clip(const Tensor& x, double min, double max) { return apply1(Op::Clip, {x}, {{"min", min}, {"max", max}}); }
 Tensor cast(const Tensor& x, DType to) { return apply1(Op::Cast, {x}, {{"to", std::string(dtypeName(to))}}); }
 
@@ -109,6 +110,7 @@ Tensor reduceMean(const Tensor& x, Ints axes, bool keepdims) {
 }
 Tensor reduceMax(const Tensor& x, Ints axes, bool keepdims) { return reduce(Op::ReduceMax, x, std::move(axes), keepdims); }
 Tensor reduceMin(const Tensor& x, Ints axes, bool keepdims) { return reduce(Op::ReduceMin, x, std::move(axes), keepdims); }
+Tensor reduceProd(const Tensor& x, Ints axes, bool keepdims) { return reduce(Op::ReduceProd, x, std::move(axes), keepdims); }
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdims) {
   return apply1(Op::Argmax, {x}, {{"axis", axis}, {"keepdims", keepdims}});
 }
@@ -139,6 +141,9 @@ Tensor pad(const Tensor& x, Ints pads, const std::string& mode, double value) {
 }
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis) {
   return apply1(Op::Gather, {x, indices}, {{"axis", axis}});
+}
+Tensor scatterNd(const Tensor& x, const Tensor& indices, const Tensor& updates, const std::string& reduction) {
+  return apply1(Op::ScatterNd, {x, indices, updates}, {{"reduction", reduction}});
 }
 
 // ------------------------------------------------ GEMM-like

@@ -41,6 +41,7 @@ Tensor cos(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // halves to even, as torch.round
 Tensor clip(const Tensor& x, double min = -std::numeric_limits<double>::infinity(),
             double max = std::numeric_limits<double>::infinity());
 Tensor cast(const Tensor& x, DType to);
@@ -97,6 +98,7 @@ Tensor reduceSum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims 
 Tensor reduceMean(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Tensor reduceMax(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Tensor reduceMin(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
+Tensor reduceProd(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Tensor argmax(const Tensor& x, int64_t axis = -1, bool keepdims = false);
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 Tensor logSoftmax(const Tensor& x, int64_t axis = -1);
@@ -119,6 +121,9 @@ Tensor slice(const Tensor& x, std::vector<int64_t> starts, std::vector<int64_t> 
 // pads: all begins, then all ends; mode "constant", "reflect" or "edge".
 Tensor pad(const Tensor& x, std::vector<int64_t> pads, const std::string& mode = "constant", double value = 0.0);
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis = 0);
+// ONNX ScatterND: x with the slices at the coordinates in indices' last axis
+// replaced by updates, or combined by reduction "add", "mul", "max", "min".
+Tensor scatterNd(const Tensor& x, const Tensor& indices, const Tensor& updates, const std::string& reduction = "none");
 
 // ------------------------------------------------ GEMM-like
 Tensor matmul(const Tensor& a, const Tensor& b, bool transposeA = false, bool transposeB = false);

@@ -86,6 +86,18 @@ Scalar clipBound(double v, const Scalar& x) {
   return constLike(v, x);
 }
 
+// Exact in the compute type: x - floor(x) is exact, so the tie test is; x
+// beyond 2^24 (f32) is an integer already and takes the d == 0 branch, where
+// floor(x + 0.5) would round x + 0.5. A zero result keeps x's sign (-0.4 ->
+// -0.0, as NumPy). NaN and infinities pass through.
+Scalar roundHalfToEven(const Scalar& x) {
+  Scalar fl = floor(x), d = x - fl, half = fl * 0.5;
+  Scalar up = fl + 1.0;
+  Scalar tie = select(equal(floor(half), half), fl, up);
+  Scalar r = select(d > 0.5, up, select(d < 0.5, fl, tie));
+  return select(equal(r, constLike(0, r)), x * 0.0, r);
+}
+
 void registerUnary(OpRegistry& r) {
   unary(r, "identity", "y = x", Domain::Any, [](const OpCall&, const Scalar& x) { return x; });
   unary(r, "neg", "y = -x", Domain::Numeric, [](const OpCall&, const Scalar& x) { return -x; });
@@ -133,6 +145,8 @@ void registerUnary(OpRegistry& r) {
   });
   unary(r, "floor", "round toward -inf", Domain::Float, [](const OpCall&, const Scalar& x) { return floor(x); });
   unary(r, "ceil", "round toward +inf", Domain::Float, [](const OpCall&, const Scalar& x) { return ceil(x); });
+  unary(r, "round", "round to the nearest integer, halves to even (ONNX Round, torch.round)", Domain::Float,
+        [](const OpCall&, const Scalar& x) { return roundHalfToEven(x); });
   unary(
       r, "clip", "y = min(max(x, min), max)", Domain::Numeric,
       [](const OpCall& c, const Scalar& x) {

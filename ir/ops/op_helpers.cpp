@@ -96,6 +96,17 @@ Expected<std::vector<int64_t>> resolvePermutation(const std::vector<int64_t>& pe
   return perm;
 }
 
+int64_t readIndex(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::I32) {
+    int32_t v;
+    std::memcpy(&v, t.data() + static_cast<size_t>(i) * sizeof v, sizeof v);
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, t.data() + static_cast<size_t>(i) * sizeof v, sizeof v);
+  return v;
+}
+
 void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
   size_t n = dtypeSize(src.dtype());
   std::memcpy(dst.data() + static_cast<size_t>(to) * n, src.data() + static_cast<size_t>(from) * n, n);

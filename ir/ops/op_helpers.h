@@ -46,6 +46,9 @@ Expected<std::vector<int64_t>> resolvePermutation(const std::vector<int64_t>& pe
 // every dtype); both must have the same dtype.
 void copyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to);
 
+// Element i of an i64 or i32 index tensor, exactly (no detour through double).
+int64_t readIndex(const Tensor& t, int64_t i);
+
 // Calls fn(index, flat) for every multi-index of `shape` in row-major order.
 void forEachIndex(const Shape& shape, const std::function<void(const std::vector<int64_t>&, int64_t)>& fn);
 // Flat offset into a tensor of `inShape` read through NumPy broadcasting at

@@ -177,6 +177,11 @@ void registerReduces(OpRegistry& r) {
                        Domain::Numeric, {kInf, minPropagatingNaN, asIs});
   mn.rowSpec = reduceRowSpec;
   mn.row = reduceRow(RowCombiner::Min, false);
+  // Kernels combine rows by sum, max or min only, so a product has no row
+  // form: it runs as a reference step on every target (opaque).
+  OpDef& prod = reduceOp(r, "reduce_prod", "product over `axes` (all axes when empty)", Domain::Numeric,
+                         {1.0, [](double a, double x) { return a * x; }, asIs});
+  prod.fusion = FusionClass::Opaque;
 }
 
 // ---- argmax, softmax, log_softmax: one axis ----

@@ -9,6 +9,7 @@
 namespace kfuse {
 
 void registerShapeIndexOps(OpRegistry& r);  // called by registerShapeOps (shape.cpp)
+void registerScatterOps(OpRegistry& r);     // scatter.cpp
 
 namespace {
 using ops::one;
@@ -134,18 +135,6 @@ Results inferGather(const OpCall& c) {
   return one(TensorType(data.dtype, shape));
 }
 
-// Exact for both index dtypes (no detour through double).
-int64_t readIndex(const Tensor& t, int64_t i) {
-  if (t.dtype() == DType::I32) {
-    int32_t v;
-    std::memcpy(&v, t.data() + static_cast<size_t>(i) * sizeof v, sizeof v);
-    return v;
-  }
-  int64_t v;
-  std::memcpy(&v, t.data() + static_cast<size_t>(i) * sizeof v, sizeof v);
-  return v;
-}
-
 // ONNX Gather: out[pre, j, post] = data[pre, indices[j], post]. Every index
 // is checked first, so a bad one is reported even when the result is empty.
 Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
@@ -153,7 +142,7 @@ Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
   KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(data.shape().size())));
   int64_t size = data.shape()[axis];
   for (int64_t i = 0; i < indices.numElements(); ++i) {
-    int64_t v = readIndex(indices, i);
+    int64_t v = ops::readIndex(indices, i);
     if (v < -size || v >= size)
       return Error(str("index ", v, " at position ", i, " is out of range for axis ", axis, " of size ", size));
   }
@@ -161,7 +150,7 @@ Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
   Tensor y(out[0]);
   ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
     std::vector<int64_t> at(idx.begin() + axis, idx.begin() + axis + ri);
-    int64_t v = readIndex(indices, ops::flatOffset(at, indices.shape()));
+    int64_t v = ops::readIndex(indices, ops::flatOffset(at, indices.shape()));
     std::vector<int64_t> src(idx.begin(), idx.begin() + axis);
     src.push_back(v < 0 ? v + size : v);
     src.insert(src.end(), idx.begin() + axis + ri, idx.end());
@@ -208,13 +197,13 @@ Tensors referenceGatherGrad(const OpCall& c, Inputs in, Outputs out) {
   auto ri = static_cast<int64_t>(indices.shape().size());
   std::vector<double> acc(static_cast<size_t>(out[0].numElements()), 0.0);
   for (int64_t i = 0; i < indices.numElements(); ++i) {
-    int64_t v = readIndex(indices, i);
+    int64_t v = ops::readIndex(indices, i);
     if (v < -size || v >= size)
       return Error(str("index ", v, " at position ", i, " is out of range for axis ", axis, " of size ", size));
   }
   ops::forEachIndex(dy.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
     std::vector<int64_t> at(idx.begin() + axis, idx.begin() + axis + ri);
-    int64_t v = readIndex(indices, ops::flatOffset(at, indices.shape()));
+    int64_t v = ops::readIndex(indices, ops::flatOffset(at, indices.shape()));
     std::vector<int64_t> dst(idx.begin(), idx.begin() + axis);
     dst.push_back(v < 0 ? v + size : v);
     dst.insert(dst.end(), idx.begin() + axis + ri, idx.end());
@@ -246,6 +235,7 @@ void registerShapeIndexOps(OpRegistry& r) {
                                inferGatherGrad, referenceGatherGrad);
   gatherGradOp.fusion = FusionClass::Opaque;
   r.add(std::move(gatherGradOp));
+  registerScatterOps(r);
 }
 
 }  // namespace kfuse

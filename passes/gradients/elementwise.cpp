@@ -33,7 +33,7 @@ GradFn binaryGrad(Value* (*da)(GradBuilder&, const Node&, Value*), Value* (*db)(
             b.sumToShape(db(b, n, dy[0]), n.operand(1)->type().shape)};
   };
 }
-// Ops whose derivative is zero almost everywhere (sign, floor, ceil): no
+// Ops whose derivative is zero almost everywhere (sign, floor, ceil, round): no
 // gradient flows, as zero.
 Grads noGrad(GradBuilder&, const Node& n, Dys) { return Grads(n.numOperands(), nullptr); }
 // Gradient of maximum/minimum with respect to `self` (the other operand is
@@ -85,6 +85,7 @@ void addElementwiseRules(GradientRules& r) {
   r.add("sign", noGrad);
   r.add("floor", noGrad);
   r.add("ceil", noGrad);
+  r.add("round", noGrad);
   r.add("clip", [](GradBuilder& b, const Node& n, Dys dy) -> Grads {  // dy where min <= x <= max (torch.clamp)
     Value* z = zero(b, dy[0]);
     Value* inner = whereOp(b, greaterThan(b, x0(n), n.attr("max").asFloat()), z, dy[0]);

@@ -48,6 +48,25 @@ std::vector<Value*> extremumGrad(GradBuilder& b, const Node& n, std::span<Value*
   return {b.op(Op::Where, {mask, share, b.scalarLike(0, share)})};
 }
 
+// d prod(x) / dx_i is the product of the other elements. y / x_i would
+// divide by zero, so rows are told apart by their count of zeros: none, y /
+// x_i; one, the product of the nonzero elements flows to the zero alone;
+// more, nothing flows.
+std::vector<Value*> prodGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  Value* x = n.operand(0);
+  AttrMap keep{{"axes", Attribute(nodeAxes(n))}, {"keepdims", true}};
+  Value* isZero = b.op(Op::Equal, {x, b.scalarLike(0, x)});
+  Value* asOne = b.op(Op::Cast, {isZero}, {{"to", Attribute(std::string(dtypeName(x->type().dtype)))}});
+  Value* zeros = spreadBack(b, n, b.op(Op::ReduceSum, {asOne}, keep));
+  Value* nonzero = b.op(Op::Where, {isZero, b.scalarLike(1, x), x});
+  Value* others = spreadBack(b, n, b.op(Op::ReduceProd, {nonzero}, keep));
+  Value* oneZero = b.op(Op::LogicalAnd, {b.op(Op::Equal, {zeros, b.scalarLike(1, x)}), isZero});
+  Value* withZero = b.op(Op::Where, {oneZero, others, b.scalarLike(0, x)});
+  Value* noZero = b.op(Op::Equal, {zeros, b.scalarLike(0, x)});
+  Value* d = b.op(Op::Where, {noZero, b.op(Op::Div, {others, x}), withZero});
+  return {b.op(Op::Mul, {d, spreadBack(b, n, dy[0])})};
+}
+
 GradFn softmaxGrad(Op gradOp) {
   return [gradOp](GradBuilder& b, const Node& n, std::span<Value* const> dy) -> std::vector<Value*> {
     return {b.op(gradOp, {dy[0], n.result()}, {{"axis", n.attr("axis")}})};
@@ -61,6 +80,7 @@ void addReductionRules(GradientRules& r) {
   r.add("reduce_mean", meanGrad);
   r.add("reduce_max", extremumGrad);
   r.add("reduce_min", extremumGrad);
+  r.add("reduce_prod", prodGrad);
   r.add("softmax", softmaxGrad(Op::SoftmaxGrad));
   r.add("log_softmax", softmaxGrad(Op::LogSoftmaxGrad));
 }

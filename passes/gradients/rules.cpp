@@ -11,6 +11,7 @@ const GradientRules& GradientRules::global() {
     gradients::addReductionRules(r);
     gradients::addShapeRules(r);
     gradients::addShapeIndexRules(r);
+    gradients::addScatterRules(r);
     gradients::addLinalgRules(r);
     gradients::addPoolRules(r);
     gradients::addNormRules(r);

@@ -40,6 +40,7 @@ void addElementwiseRules(GradientRules& r);
 void addReductionRules(GradientRules& r);
 void addShapeRules(GradientRules& r);
 void addShapeIndexRules(GradientRules& r);
+void addScatterRules(GradientRules& r);
 void addLinalgRules(GradientRules& r);
 void addPoolRules(GradientRules& r);
 void addNormRules(GradientRules& r);

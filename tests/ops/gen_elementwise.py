@@ -41,6 +41,15 @@ f.op("relu_i64", "relu", {"x": ints}, np.maximum(ints, 0))
 f.op("neg_i32", "neg", {"x": ints.astype(np.int32)}, -ints.astype(np.int32))
 f.op("abs_f64", "abs", {"x": x.astype(np.float64)}, np.abs(x.astype(np.float64)))
 f.op("sign_zero", "sign", {"x": np.array([-2.0, 0.0, 3.0], np.float32)}, np.array([-1, 0, 1], np.float32))
+# round: halves to even (torch.round); beyond 2^23 (f32) and 2^52 (f64) every
+# value is an integer already, where floor(x + 0.5) would be wrong.
+halves = [-2.5, -1.5, -0.5, -0.4, 0.0, 0.4, 0.5, 0.6, 1.5, 2.5, 3.7, -3.7, 1e30, np.inf, -np.inf, np.nan]
+h32 = np.array(halves + [8388609.0, -8388609.0, 8388607.5], np.float32)
+h64 = np.array(halves + [2.0**52 + 1, 2.0**52 - 0.5, 4503599627370495.5], np.float64)
+f.op("round", "round", {"x": x}, torch.round(t).numpy())
+f.op("round_halves", "round", {"x": h32}, torch.round(torch.from_numpy(h32)).numpy())
+f.op("round_f64", "round", {"x": h64}, torch.round(torch.from_numpy(h64)).numpy())
+f.op("round_f16", "round", {"x": h32[:12].astype(np.float16)}, np.round(h32[:12].astype(np.float16)))
 
 # Binary ops with broadcasting.
 a = r.standard_normal((2, 3, 4)).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Reference cases for the reduction ops (reduce_sum/mean/max/min, argmax,
+"""Reference cases for the reduction ops (reduce_sum/mean/max/min/prod, argmax,
 softmax, log_softmax); expected values from NumPy (in float64, then cast to
 the result dtype) and PyTorch (NaN and tie semantics)."""
 import numpy as np
@@ -43,8 +43,9 @@ def torch_amin(x, axis, keepdims):
     return torch.amin(torch.from_numpy(np.asarray(x)), dim=dims, keepdim=keepdims).numpy()
 
 
-REDUCES = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": torch_amax, "reduce_min": torch_amin}
-SHORT = {"reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max", "reduce_min": "min"}
+REDUCES = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": torch_amax, "reduce_min": torch_amin,
+           "reduce_prod": np.prod}
+SHORT = {"reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max", "reduce_min": "min", "reduce_prod": "prod"}
 
 # Every reduce over single axes, several axes, all axes, with and without keepdims.
 for op, fn in REDUCES.items():
@@ -68,6 +69,9 @@ for op in ("reduce_sum", "reduce_max", "reduce_min"):
     reduce_case(op, REDUCES[op], s + "_i64_keep", i3, [0, -1], True)
     reduce_case(op, REDUCES[op], s + "_i32", i3.astype(np.int32), [2])
 reduce_case("reduce_sum", np.sum, "sum_i64_rank0", np.array(-7, np.int64))
+# Products of integers: few factors, so that none overflows.
+reduce_case("reduce_prod", np.prod, "prod_i64", i3, [1])
+reduce_case("reduce_prod", np.prod, "prod_i32_keep", i3.astype(np.int32), [2], True)
 
 # A mean over many elements: still exact to f32 rounding since the reference
 # accumulates in double.
@@ -89,6 +93,7 @@ reduce_case("reduce_max", torch_amax, "max_nan_axis0", nan, [0])
 # Reducing an axis of extent 0: sum is 0, mean is NaN.
 empty = np.zeros((2, 0), np.float32)
 reduce_case("reduce_sum", np.sum, "sum_empty_axis", empty, [1])
+reduce_case("reduce_prod", np.prod, "prod_empty_axis", empty, [1])
 f.op("mean_empty_axis", "reduce_mean", {"x": empty}, torch.mean(torch.from_numpy(empty), dim=1).numpy(),
      attrs={"axes": [1]})
 

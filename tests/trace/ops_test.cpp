@@ -50,6 +50,7 @@ std::vector<OpCase> unaryCases() {
   push("sign", sign, x);
   push("floor", kfuse::trace::floor, x);
   push("ceil", kfuse::trace::ceil, x);
+  push("round", kfuse::trace::round, x);
   push("shape_of", shapeOf, x);
   push("global_avg_pool2d", globalAvgPool2d, f32({1, 2, 3, 3}));
   cases.push_back({"leaky_relu", {x}, one([](const auto& in) { return leakyRelu(in[0], 0.2); }), {{"alpha", 0.2}}});
@@ -102,6 +103,7 @@ std::vector<OpCase> reductionCases() {
       {"reduce_mean", {x}, one([](const auto& in) { return reduceMean(in[0], {1}, true); }), keep},
       {"reduce_max", {x}, one([](const auto& in) { return reduceMax(in[0], {1}, true); }), keep},
       {"reduce_min", {x}, one([](const auto& in) { return reduceMin(in[0], {1}, true); }), keep},
+      {"reduce_prod", {x}, one([](const auto& in) { return reduceProd(in[0], {1}, true); }), keep},
       {"argmax", {x}, one([](const auto& in) { return argmax(in[0], 0, true); }), {{"axis", int64_t{0}}, {"keepdims", true}}},
       {"softmax", {x}, one([](const auto& in) { return softmax(in[0], 0); }), {{"axis", int64_t{0}}}},
       {"log_softmax", {x}, one([](const auto& in) { return logSoftmax(in[0], 0); }), {{"axis", int64_t{0}}}},
@@ -127,6 +129,8 @@ std::vector<OpCase> shapeCases() {
        {{"pads", Ints{0, 1, 0, 1}}, {"mode", "reflect"}}},
       {"gather", {f32({4, 3}), i64({2})}, one([](const auto& in) { return gather(in[0], in[1], 0); }),
        {{"axis", int64_t{0}}}},
+      {"scatter_nd", {f32({4, 3}), i64({2, 1}), f32({2, 3})},
+       one([](const auto& in) { return scatterNd(in[0], in[1], in[2], "add"); }), {{"reduction", "add"}}},
   };
 }
 

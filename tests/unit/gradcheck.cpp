@@ -24,6 +24,7 @@ Tensor fill(const Operand& o, std::mt19937_64& rng) {
       case Fill::Indices: v = static_cast<double>(rng() % static_cast<uint64_t>(o.range)); break;
       case Fill::Bool: v = static_cast<double>(rng() % 2); break;
       case Fill::Step: v = 3; break;
+      case Fill::SomeZeros: v = i % 3 == 0 ? 0.0 : normal(rng); break;
     }
     t.set(i, v);
   }

@@ -12,7 +12,9 @@ namespace kfuse::test {
 
 // How to fill an operand. Kinked ops (relu, abs, max) are checked away from
 // their kinks, where the derivative is defined.
-enum class Fill { Normal, Positive, AwayFromZero, Labels, Indices, Bool, Step };
+// SomeZeros: Normal with every third element exactly 0 (reduce_prod's rows
+// with one and with several zeros).
+enum class Fill { Normal, Positive, AwayFromZero, Labels, Indices, Bool, Step, SomeZeros };
 
 struct Operand {
   TensorType type;

@@ -34,6 +34,7 @@ GradFamily elementwiseGrads() {
   unary("sign", F::AwayFromZero);
   unary("floor", F::AwayFromZero);
   unary("ceil", F::AwayFromZero);
+  unary("round", F::AwayFromZero);
   unary("clip", F::Normal, {{"min", -0.5}, {"max", 0.6}});
   for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum"})
     cases.push_back({std::string(op) + "_broadcast", op, {in({2, 3}), in({3}, F::AwayFromZero)}, {}});

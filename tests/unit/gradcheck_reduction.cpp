@@ -9,10 +9,12 @@ using F = Fill;
 GradFamily reductionGrads() {
   GradFamily family;
   std::vector<GradCase>& cases = family.cases;
-  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
     cases.push_back({std::string(op) + "_axis1", op, {in({2, 3, 2})}, {{"axes", std::vector<int64_t>{1}}}});
     cases.push_back({std::string(op) + "_all_keepdims", op, {in({2, 3})}, {{"keepdims", true}}});
   }
+  // Rows of x with two zeros (row 0) and one zero (rows 1 and 2).
+  cases.push_back({"reduce_prod_zeros", "reduce_prod", {in({3, 4}, F::SomeZeros)}, {{"axes", std::vector<int64_t>{1}}}});
   cases.push_back({"reduce_sum_neg_axes", "reduce_sum", {in({2, 3, 2})}, {{"axes", std::vector<int64_t>{0, -1}}}});
   for (const char* op : {"softmax", "log_softmax"}) {
     cases.push_back({std::string(op) + "_last", op, {in({2, 4})}, {}});

@@ -25,6 +25,15 @@ GradFamily shapeGrads() {
                    {}});
   cases.push_back({"gather_axis1", "gather", {in({2, 4}), fixed(TensorType(DType::I32, {3}), F::Indices, 4)},
                    {{"axis", int64_t{1}}}});
+  // Random indices repeat: with reduction none only the last update of a
+  // coordinate may receive a gradient.
+  const TensorType idx41(DType::I64, {4, 1}), idx52(DType::I32, {5, 2});
+  cases.push_back({"scatter_nd_rows", "scatter_nd", {in({5, 3}), fixed(idx41, F::Indices, 5), in({4, 3})}, {}});
+  cases.push_back({"scatter_nd_rows_add", "scatter_nd", {in({5, 3}), fixed(idx41, F::Indices, 5), in({4, 3})},
+                   {{"reduction", std::string("add")}}});
+  cases.push_back({"scatter_nd_elements", "scatter_nd", {in({3, 4}), fixed(idx52, F::Indices, 3), in({5})}, {}});
+  cases.push_back({"scatter_nd_elements_add", "scatter_nd", {in({3, 4}), fixed(idx52, F::Indices, 3), in({5})},
+                   {{"reduction", std::string("add")}}});
   family.notDifferentiable = {
       {"shape_of", "integer result depending only on the type"},
       {"constant", "no operands"},
