@@ -137,6 +137,7 @@ Status lowerReduce(LoweringContext& c) {
   if (r.noop) return done(c, r.x);
   const std::string& op = c.opType();
   Value* x = r.x;
+  if (op == "ReduceProd" && x->type().dtype == DType::Bool) return Error("ReduceProd of a bool tensor");
   if (op == "ReduceMax" || op == "ReduceMin") {
     if (auto empty = emptyExtremum(c, r, op == "ReduceMax")) return done(c, *empty);
     if (x->type().dtype == DType::Bool) {  // ReduceMax-20 and ReduceMin-20: any and all
@@ -156,7 +157,7 @@ Status lowerReduce(LoweringContext& c) {
   static const std::map<std::string_view, std::string_view> kernel = {
       {"ReduceSum", "reduce_sum"}, {"ReduceMean", "reduce_mean"}, {"ReduceMax", "reduce_max"},
       {"ReduceMin", "reduce_min"}, {"ReduceL1", "reduce_sum"},    {"ReduceL2", "reduce_sum"},
-      {"ReduceSumSquare", "reduce_sum"}, {"ReduceLogSum", "reduce_sum"}};
+      {"ReduceSumSquare", "reduce_sum"}, {"ReduceLogSum", "reduce_sum"}, {"ReduceProd", "reduce_prod"}};
   KF_ASSIGN_OR_RETURN(Value* y, reduce(c, kernel.at(op), x, r));
   if (op == "ReduceL2") {
     KF_ASSIGN_OR_RETURN(y, c.build("sqrt", {y}));
@@ -294,6 +295,7 @@ const std::vector<OpLowering> kTable = {
     {"ReduceL2", {1, 11, 13, 18}, lowerReduce, "mul + reduce_sum + sqrt"},
     {"ReduceSumSquare", {1, 11, 13, 18}, lowerReduce, "mul + reduce_sum"},
     {"ReduceLogSum", {1, 11, 13, 18, 28}, lowerReduce, "reduce_sum + log"},
+    {"ReduceProd", {1, 11, 13, 18}, lowerReduce, "reduce_prod (a reference step: no kernel form)"},
     {"ReduceLogSumExp", {1, 11, 13, 18, 28}, lowerReduceLogSumExp, "reduce_max + sub + exp + reduce_sum + log + add"},
     {"ArgMax", {1, 11, 12, 13}, lowerArgMax, "argmax (last index: slice reversing the axis + argmax + sub)"},
     {"ArgMin", {1, 11, 12, 13}, lowerArgMax, "neg + argmax (last index as ArgMax)"},

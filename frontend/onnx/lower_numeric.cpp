@@ -1,38 +1,11 @@
-// Numeric ops of newer opsets and models: ReduceProd (kfuse's reduce_prod),
-// Round (kfuse's round, halves to even) and the ones composed from existing
-// kfuse ops, Swish and LpNormalization.
+// Numeric ops of newer opsets and models: Round (kfuse's round, halves to
+// even) and the ones composed from existing kfuse ops, Swish and
+// LpNormalization.
 #include "frontend/onnx/lower_util.h"
 #include "frontend/onnx/op_table.h"
 
 namespace kfuse::onnx_import {
 namespace {
-
-// ReduceProd's axes: the attribute (versions 1 to 13) or the optional second
-// input (18); none means every axis unless noop_with_empty_axes asks for the
-// identity. As lower_math.cpp reads the other reductions.
-Status lowerReduceProd(LoweringContext& c) {
-  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
-  KF_ASSIGN_OR_RETURN(int64_t keepdims, c.attrs().getInt("keepdims", 1));
-  KF_ASSIGN_OR_RETURN(int64_t noopEmpty, c.attrs().getInt("noop_with_empty_axes", 0));
-  std::vector<int64_t> given;
-  if (c.hasInput(1)) {
-    KF_ASSIGN_OR_RETURN(given, c.intsInput(1));
-  } else {
-    KF_ASSIGN_OR_RETURN(given, c.attrs().getInts("axes", std::vector<int64_t>{}));
-  }
-  if (given.empty() && noopEmpty != 0) return done(c, x);
-  const auto rank = static_cast<int64_t>(x->type().rank());
-  std::vector<int64_t> axes;
-  for (int64_t a : given) {
-    KF_ASSIGN_OR_RETURN(int64_t n, normalizedAxis(a, rank, "axis"));
-    axes.push_back(n);
-  }
-  if (axes.empty())
-    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
-  if (x->type().dtype == DType::Bool) return Error("ReduceProd of a bool tensor");
-  KF_ASSIGN_OR_RETURN(Value* y, c.build("reduce_prod", {x}, {{"axes", Attribute(axes)}, {"keepdims", keepdims != 0}}));
-  return done(c, y);
-}
 
 Status lowerRound(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
@@ -84,7 +57,6 @@ Status lowerLpNormalization(LoweringContext& c) {
 const std::vector<OpLowering> kTable = {
     {"LpNormalization", {1, 22}, lowerLpNormalization,
      "abs or mul + reduce_sum (+ sqrt) + div, where for a zero norm"},
-    {"ReduceProd", {1, 11, 13, 18}, lowerReduceProd, "reduce_prod (a reference step: no kernel form)"},
     {"Round", {11, 22}, lowerRound, "round (halves to even)"},
     {"Swish", {24}, lowerSwish, "mul + sigmoid + mul"},
 };
