@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     kfuse::cpu::PackedGemm gemm{"gemm", g, tiling};
     auto compiled = orExit(jit->compile(kfuse::cpu::CodeBatch{{}, {}, std::span(&gemm, 1)}));
     void* buffers[] = {a.data(), packed.data(), c.data()};
-    double tPacked = bestSeconds(reps, [&] { compiled.gemms[0](buffers); });
+    double tPacked = bestSeconds(reps, [&] { compiled.gemms[0](buffers, 0, g.m); });
     double tBlas = bestSeconds(reps, [&] {
       blas->sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(s.m), static_cast<int>(s.n),
                   static_cast<int>(s.k), 1.0f, a.data(), static_cast<int>(s.k), b.data(), static_cast<int>(s.k), 0.0f,

@@ -23,6 +23,9 @@ struct SpaceDim {
   int64_t extent = 1;
   std::vector<int64_t> strides;
   int kernelDim = -1;  // the kernel dim an Index leaf reads as this index; -1 when merged
+  // The generated function's loop over this dim runs the range of units it
+  // is called with, not the whole extent (exec/parallel.h).
+  bool ranged = false;
 };
 
 struct Space {

@@ -42,6 +42,7 @@ Loaded load() {
   l.blas.dgemm = reinterpret_cast<decltype(&cblas_dgemm)>(dlsym(h, "cblas_dgemm"));
   if (!l.blas.sgemm || !l.blas.dgemm) l.error = "the loaded OpenBLAS lacks cblas_sgemm or cblas_dgemm";
   if (auto corename = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_corename"))) l.blas.core = corename();
+  if (auto setThreads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"))) setThreads(1);
   return l;
 }
 

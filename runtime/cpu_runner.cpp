@@ -1,6 +1,7 @@
 #include "runtime/cpu_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include "runtime/blas.h"
 #include "runtime/cpu_conv.h"
 #include "exec/packed_gemm.h"
+#include "exec/parallel.h"
+#include "runtime/threads.h"
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
 
@@ -34,8 +37,10 @@ void fill(std::byte* p, size_t bytes, T value) {
 }  // namespace
 
 CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRunnerOptions opts)
-    : PlanRunner(std::move(plan), opts), kernels_(std::move(code.kernels)), steps_(std::move(code.steps)) {
+    : PlanRunner(std::move(plan), opts), kernels_(std::move(code.kernels)), steps_(std::move(code.steps)),
+      threads_(opts.threads > 0 ? opts.threads : availableCpus()) {
   kernels_.resize(plan_->kernels.size(), nullptr);
+  for (const kernel::Kernel& k : plan_->kernels) kernelChunks_.push_back(chunksOf(kernelWork(k), threads_));
   steps_.resize(plan_->steps.size(), nullptr);
   packed_.resize(plan_->steps.size());
   packable_.assign(plan_->steps.size(), false);
@@ -142,7 +147,7 @@ Status CpuRunner::runKernel(int kernel, const std::vector<int>& buffers) {
   if (KernelFn fn = kernels_[static_cast<size_t>(kernel)]) {
     std::vector<void*> ptrs;
     for (int b : buffers) ptrs.push_back(at(b));
-    fn(ptrs.data());
+    runChunks(kernelChunks_[static_cast<size_t>(kernel)], [&](int64_t begin, int64_t end) { fn(ptrs.data(), begin, end); });
     return Status::ok();
   }
   std::vector<Tensor> tensors;
@@ -159,22 +164,30 @@ namespace {
 
 using Pointers = std::vector<std::byte*>;
 
-void gemm(const Blas& blas, const GemmSpec& g, DType dt, const Pointers& ptr) {
+// A batch of GEMMs splits by matrices, each one BLAS call on one thread; a
+// single GEMM runs on one (runtime/blas.h says why).
+void gemm(const Blas& blas, int threads, const GemmSpec& g, DType dt, const Pointers& ptr) {
   int64_t batches = numElements(g.batch);
-  std::vector<int64_t> idx(g.batch.size(), 0);
   // BLAS rejects leading dimensions below 1, even for empty matrices.
   auto ld = [](int64_t d) { return static_cast<int>(std::max<int64_t>(d, 1)); };
   int lda = ld(g.transA ? g.m : g.k), ldb = ld(g.transB ? g.k : g.n), ldc = ld(g.n);
   auto ta = g.transA ? CblasTrans : CblasNoTrans, tb = g.transB ? CblasTrans : CblasNoTrans;
   auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   if (m == 0 || n == 0) return;
-  for (int64_t bi = 0; bi < batches; ++bi) {
+  // Matrix bi's offsets: its batch index, decomposed row-major.
+  auto offsets = [&](int64_t bi) {
     int64_t ao = 0, bo = 0, co = 0;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      ao += idx[d] * g.aBatchStrides[d];
-      bo += idx[d] * g.bBatchStrides[d];
-      co += idx[d] * g.cBatchStrides[d];
+    for (size_t d = g.batch.size(); d-- > 0;) {
+      int64_t i = bi % g.batch[d];
+      bi /= g.batch[d];
+      ao += i * g.aBatchStrides[d];
+      bo += i * g.bBatchStrides[d];
+      co += i * g.cBatchStrides[d];
     }
+    return std::array<int64_t, 3>{ao, bo, co};
+  };
+  auto one = [&](int64_t bi) {
+    auto [ao, bo, co] = offsets(bi);
     if (dt == DType::F32) {
       auto* a = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.a)]) + ao;
       auto* b = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.b)]) + bo;
@@ -186,11 +199,12 @@ void gemm(const Blas& blas, const GemmSpec& g, DType dt, const Pointers& ptr) {
       auto* c = reinterpret_cast<double*>(ptr[static_cast<size_t>(g.c)]) + co;
       blas.dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
     }
-    for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
-      if (++idx[static_cast<size_t>(d)] < g.batch[static_cast<size_t>(d)]) break;
-      idx[static_cast<size_t>(d)] = 0;
-    }
-  }
+  };
+  if (batches == 1) return one(0);
+  Work w{batches, 1, 2.0 * static_cast<double>(batches) * m * static_cast<double>(n) * k};
+  runChunks(chunksOf(w, threads), [&](int64_t b0, int64_t b1) {
+    for (int64_t bi = b0; bi < b1; ++bi) one(bi);
+  });
 }
 
 bool isHalf(DType dt) { return dt == DType::F16 || dt == DType::BF16; }
@@ -228,11 +242,12 @@ Status CpuRunner::runGemm(size_t index) {
   KF_ASSIGN_OR_RETURN(const Blas* blas, openBlas());
   DType dt = plan_->buffers[static_cast<size_t>(g.c)].type.dtype;
   if (isHalf(dt)) {
-    widenedToF32(*plan_, ptr_, {g.a, g.b}, g.c, [&](const Pointers& wide) { gemm(*blas, g, DType::F32, wide); });
+    widenedToF32(*plan_, ptr_, {g.a, g.b}, g.c,
+                 [&](const Pointers& wide) { gemm(*blas, threads_, g, DType::F32, wide); });
     return Status::ok();
   }
   if (dt != DType::F32 && dt != DType::F64) return Error(str("a GEMM of ", dtypeName(dt), " has no CPU implementation"));
-  gemm(*blas, g, dt, ptr_);
+  gemm(*blas, threads_, g, dt, ptr_);
   return Status::ok();
 }
 
@@ -260,7 +275,7 @@ Status CpuRunner::runPackedGemm(size_t index, KernelFn fn) {
   std::vector<void*> args = {at(g.a), p.data.get(), at(g.c)};
   if (epilogueInside_[index])
     for (int buffer : plan_->steps[index].kernelBuffers[0]) args.push_back(at(buffer));
-  fn(args.data());
+  runChunks(chunksOf(packedGemmWork(g), threads_), [&](int64_t begin, int64_t end) { fn(args.data(), begin, end); });
   return Status::ok();
 }
 
@@ -278,7 +293,7 @@ Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
     auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
     if (direct) {
       void* args[] = {at(c.x), at(c.w), at(c.bias), at(c.y)};
-      return direct(args);
+      return runChunks(chunksOf(directConvWork(c), threads_), [&](int64_t begin, int64_t end) { direct(args, begin, end); });
     }
     runConv2d(*blas, c, as, at(c.x), at(c.w), at(c.bias), at(c.y), at(c.workspace));
   };

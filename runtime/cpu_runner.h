@@ -11,8 +11,9 @@
 
 namespace kfuse {
 
-// The ABI of a compiled kernel: one pointer per kernel buffer, in order.
-using KernelFn = void (*)(void** buffers);
+// The ABI of a compiled kernel: one pointer per kernel buffer, in order, and
+// the range of its work units to do (exec/parallel.h).
+using KernelFn = void (*)(void** buffers, int64_t begin, int64_t end);
 
 // A plan's compiled code. kernels[i] runs plan.kernels[i]; steps[s], when
 // there is one, runs step s as generated code: a Conv step as a direct
@@ -57,6 +58,8 @@ class CpuRunner : public PlanRunner {
 
   std::vector<KernelFn> kernels_;
   std::vector<KernelFn> steps_;  // per step
+  int threads_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> kernelChunks_;  // per kernel: its ranges of units
   // Per packed GEMM step: B packed (exec/packed_gemm.h) and the tensor
   // it was packed from, kept so that a new upload is never mistaken for it.
   struct PackedB {

@@ -34,6 +34,9 @@ struct ExecutionOptions {
   // target that runs a plan (cpu, cuda) and, on cuda, no cudaGraph:
   // createExecutor refuses both. Off, runs read no clock.
   bool profile = false;
+  // cpu: threads each step may use (0: one per CPU the process may run on;
+  // runtime/threads.h). Results do not depend on it.
+  int threads = 0;
 };
 
 class Executor {

@@ -28,6 +28,9 @@ struct RunnerOptions {
   // Time every step of every run (stepTimes(); kfuse profile). Off, a run
   // reads no clock and stores nothing.
   bool profile = false;
+  // Threads a step may use (the cpu target; runtime/threads.h); 0: one per
+  // CPU the process may run on. Results do not depend on it.
+  int threads = 0;
 };
 
 // How one run treats the state it updates (training loops: Trainer::step).

@@ -91,8 +91,11 @@ Expected<llvm::Function*> ConvEmitter::run() {
   if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
   y_ = code_.floatBuffer(3, "y");
   for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(code_.accumulator());
-  code_.loop(c_.n, "n", [&](Value* n) {
-    code_.loop(c_.groups, "g", [&](Value* g) { code_.loop(c_.oh, "oy", [&](Value* oy) { emitRow(n, g, oy); }); });
+  // Work units (exec/parallel.h): output rows, (image, group, row) row-major.
+  code_.loopRange(code_.begin(), code_.end(), "row", [&](Value* u) {
+    Value* oy = b_.CreateURem(u, i64(c_.oh));
+    Value* ng = b_.CreateUDiv(u, i64(c_.oh));
+    emitRow(b_.CreateUDiv(ng, i64(c_.groups)), b_.CreateURem(ng, i64(c_.groups)), oy);
   });
   return code_.finish();
 }

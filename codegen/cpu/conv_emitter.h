@@ -14,8 +14,9 @@
 // output rows are contiguous vectors. The runtime runs the others with
 // im2col + GEMM (runtime/cpu_conv.h).
 //
-// ABI: llvm_emitter.h's `void <symbol>(void** buffers)` with buffers
-// {x, w, bias (unused when the spec has none), y}, f32, NCHW / OIHW (or OHWI
+// ABI: llvm_emitter.h's `void <symbol>(void** buffers, int64_t begin, int64_t end)`, the
+// work units output rows, (image, group, row) row-major (exec/parallel.h),
+// with buffers {x, w, bias (unused when the spec has none), y}, f32, NCHW / OIHW (or OHWI
 // when filterLast).
 #pragma once
 

@@ -7,6 +7,7 @@
 #include "codegen/cpu/vector_code.h"
 #include "ir/support/strings.h"
 #include "exec/packed_gemm.h"
+#include "exec/parallel.h"
 
 namespace kfuse::cpu {
 namespace {
@@ -52,13 +53,23 @@ Expected<llvm::Function*> GemmEmitter::run() {
     epilogueArgs_ = code_.frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(epilogueBuffers_.size()), "epilogue_args");
   }
   for (int i = 0; i < t_.rows * t_.vectors; ++i) acc_.push_back(code_.accumulator());
+  // Work units (exec/parallel.h) are rows: the blocks that start in
+  // [begin, end), the full ones, then the remainder block.
   const int64_t full = g_.m / t_.rows;
   Status status = Status::ok();
-  code_.loop(full, "i", [&](Value* i) {
-    if (status) status = emitRowBlock(b_.CreateMul(i, i64(t_.rows)), t_.rows);
-  });
-  if (const int64_t rest = g_.m % t_.rows; rest > 0 && status)
-    status = emitRowBlock(i64(full * t_.rows), static_cast<int>(rest));
+  auto firstBlockFrom = [&](Value* row) { return b_.CreateUDiv(b_.CreateAdd(row, i64(t_.rows - 1)), i64(t_.rows)); };
+  Value* first = firstBlockFrom(code_.begin());
+  Value* last = firstBlockFrom(code_.end());  // one past
+  if (full > 0) {  // (an epilogue cut to a full block would not fit a smaller matrix)
+    Value* fullEnd = b_.CreateSelect(b_.CreateICmpSLT(last, i64(full)), last, i64(full));
+    code_.loopRange(first, fullEnd, "i", [&](Value* i) {
+      if (status) status = emitRowBlock(b_.CreateMul(i, i64(t_.rows)), t_.rows);
+    });
+  }
+  if (const int64_t rest = g_.m % t_.rows; rest > 0 && status) {
+    Value* mine = b_.CreateAnd(b_.CreateICmpSLE(first, i64(full)), b_.CreateICmpSGT(last, i64(full)));
+    code_.when(mine, "rest", [&] { status = emitRowBlock(i64(full * t_.rows), static_cast<int>(rest)); });
+  }
   KF_RETURN_IF_ERROR(status);
   return code_.finish();
 }
@@ -133,7 +144,7 @@ Status GemmEmitter::emitEpilogue(Value* row0, int rows) {
     Value* moved = b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], b_.CreateMul(row0, i64(bytes)));
     b_.CreateStore(moved, b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), epilogueArgs_, i));
   }
-  b_.CreateCall(fn, {epilogueArgs_});
+  b_.CreateCall(fn, {epilogueArgs_, i64(0), i64(kernelWork(cut).units)});
   return Status::ok();
 }
 

@@ -16,7 +16,8 @@
 // those rows are in cache: the epilogue kernel cut to the block
 // (exec/row_blocks.h), emitted beside the GEMM and inlined.
 //
-// ABI: llvm_emitter.h's `void <symbol>(void** buffers)` with buffers
+// ABI: llvm_emitter.h's `void <symbol>(void** buffers, int64_t begin, int64_t end)`, the
+// work units blocks of rows (exec/parallel.h), with buffers
 // {a, packed b, c} (f32), then the epilogue kernel's buffers in its order.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/kernel/kernel_walk.h"
+#include "exec/parallel.h"
 #include "codegen/kernel/scalar_rules.h"
 #include "codegen/cpu/combiners.h"
 #include "codegen/cpu/scalar_emitter.h"
@@ -34,7 +35,12 @@ constexpr int64_t kMaxColumnPoints = 8192;
 // the merged index spaces, accumulators in allocas that mem2reg promotes.
 class KernelEmitter final : public kernel::KernelWalk<Value*> {
  public:
-  KernelEmitter(const Kernel& k, llvm::Module& m) : KernelWalk(k), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_) {}
+  KernelEmitter(const Kernel& k, llvm::Module& m)
+      : KernelWalk(k), ctx_(m.getContext()), m_(m), b_(ctx_), entry_(ctx_), outer_(s_.spaces.outer) {
+    // Split across threads by its first outer dim when its points are
+    // independent (exec/parallel.h).
+    if (kernelWork(k).units > 1) outer_.dims[0].ranged = true;
+  }
 
   llvm::Function* run();
 
@@ -55,7 +61,7 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   // structure
   void declareGlobal(size_t g) override;
   void beforeLoops() override { hoistInvariantLoads(); }
-  void prologueLoop(const Body& body) override { emitNest(s_.spaces.outer, 0, origin(), body); }
+  void prologueLoop(const Body& body) override { emitNest(outer_, 0, origin(), body); }
   void mainLoops() override;
   void beginGroup(size_t first, size_t last, const Point& p) override;
   void reduceLoop(const Point& p, size_t first, size_t last, const Body& body) override;
@@ -71,8 +77,9 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   Point origin();
   Value* elementPtr(const Point& p, size_t access, int buffer);
   Value* keptElement(const Point& p);
+  // for (iv = begin; iv < end; ++iv); begin and end null: 0 and extent.
   void emitLoop(int64_t extent, const char* name, bool parallel, const std::function<void(Value*)>& body,
-                bool keepRolled = false);
+                bool keepRolled = false, Value* begin = nullptr, Value* end = nullptr);
   // Loops over space.dims[level..]; dims from `parallelFrom` on belong to
   // the outer space (their iterations touch disjoint elements).
   void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body, size_t parallelFrom = 0);
@@ -104,17 +111,25 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   bool column_ = false;                     // column order (below)
   std::vector<llvm::AllocaInst*> columns_;  // column order: one accumulator per outer point, per reduction
   llvm::MDNode* accessGroup_ = nullptr;     // the buffers' loads and stores, once a loop is parallel
+  kernel::Space outer_;                     // the outer space, its first dim ranged when the kernel splits
+  Value* rangeBegin_ = nullptr;             // the function's range of units (exec/parallel.h)
+  Value* rangeEnd_ = nullptr;
 };
 
 llvm::Function* KernelEmitter::run() {
   llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo()}, false);
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo(), b_.getInt64Ty(), b_.getInt64Ty()},
+                                       false);
   fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbolName(k_.name), m_);
   fn_->setDoesNotThrow();
   fn_->addParamAttr(0, llvm::Attribute::NoCapture);
   fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
   llvm::Argument* arg = fn_->getArg(0);
   arg->setName("buffers");
+  rangeBegin_ = fn_->getArg(1);
+  rangeEnd_ = fn_->getArg(2);
+  rangeBegin_->setName("begin");
+  rangeEnd_->setName("end");
 
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
   b_.SetInsertPoint(entry);
@@ -145,7 +160,7 @@ void KernelEmitter::mainLoops() {
   if (column_) {
     emitColumnOrder();
   } else {
-    emitNest(s_.spaces.outer, 0, origin(), [&](const Point& p) { pointwise() ? wholePoint(p) : outerPoint(p); });
+    emitNest(outer_, 0, origin(), [&](const Point& p) { pointwise() ? wholePoint(p) : outerPoint(p); });
   }
 }
 
@@ -201,20 +216,25 @@ Point KernelEmitter::origin() {
   return p;
 }
 
-// A bottom-tested counted loop: callers only emit loops of extent >= 1.
+// A bottom-tested counted loop: callers only emit loops of extent >= 1. A
+// ranged one (begin and end given) is guarded: its range may be empty.
 void KernelEmitter::emitLoop(int64_t extent, const char* name, bool parallel,
-                             const std::function<void(Value*)>& body, bool keepRolled) {
+                             const std::function<void(Value*)>& body, bool keepRolled, Value* begin, Value* end) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
-  b_.CreateBr(header);
+  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+  if (begin) {
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), header, exit);
+  } else {
+    b_.CreateBr(header);
+  }
   b_.SetInsertPoint(header);
   llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, name);
-  iv->addIncoming(b_.getInt64(0), pre);
+  iv->addIncoming(begin ? begin : b_.getInt64(0), pre);
   body(iv);
   Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
-  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
-  llvm::BranchInst* latch =
-      b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(static_cast<uint64_t>(extent))), header, exit);
+  Value* more = end ? b_.CreateICmpSLT(next, end) : b_.CreateICmpULT(next, b_.getInt64(static_cast<uint64_t>(extent)));
+  llvm::BranchInst* latch = b_.CreateCondBr(more, header, exit);
   std::vector<llvm::Metadata*> properties = {nullptr};
   if (parallel) {
     if (!accessGroup_) accessGroup_ = llvm::MDNode::getDistinct(ctx_, {});
@@ -260,7 +280,7 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
     }
     if (dim.kernelDim >= 0) inner.index[static_cast<size_t>(dim.kernelDim)] = iv;
     emitNest(space, level + 1, inner, body, parallelFrom);
-  }, rolled);
+  }, rolled, dim.ranged ? rangeBegin_ : nullptr, dim.ranged ? rangeEnd_ : nullptr);
 }
 
 // An outer-space loop is parallel (LLVM may vectorise it without runtime
@@ -389,7 +409,7 @@ void KernelEmitter::loadColumnAccumulators(const Point& p, size_t count) {
 void KernelEmitter::emitColumnOrder() {
   // Both spaces with one more access: the outer point's number (row-major
   // over the outer dims; 0 along reduce dims), indexing the arrays.
-  kernel::Space outer = s_.spaces.outer, reduce = s_.spaces.reduce;
+  kernel::Space outer = outer_, reduce = s_.spaces.reduce;
   int64_t stride = 1;
   for (size_t d = outer.dims.size(); d-- > 0;) {
     outer.dims[d].strides.push_back(stride);

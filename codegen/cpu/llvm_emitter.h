@@ -1,8 +1,10 @@
 // Kernel IR -> LLVM IR for the CPU. Each kernel becomes one function with a
 // fixed C ABI:
 //
-//   void <kernel name>(void** buffers);
+//   void <kernel name>(void** buffers, int64_t begin, int64_t end);
 //
+// [begin, end) is the range of work units to do (exec/parallel.h: points of
+// the first outer dim when the kernel splits, else the single unit 0);
 // buffers[i] points at the first element of kernel buffer i (kernel order),
 // in the buffer's storage dtype, aligned at least to the element size (the
 // runtime's 64-byte alignment is not assumed). Buffers may not overlap,
@@ -30,7 +32,7 @@
 namespace kfuse::cpu {
 
 // The C type of every emitted kernel.
-using KernelFn = void (*)(void** buffers);
+using KernelFn = void (*)(void** buffers, int64_t begin, int64_t end);
 
 // The symbol of kernel `name` in emitted code. Kernel names come from user
 // functions and ops (@tanh, @exp); the prefix keeps them from shadowing the

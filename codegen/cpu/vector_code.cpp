@@ -10,7 +10,8 @@ using llvm::Value;
 VectorCode::VectorCode(llvm::Module& m, const std::string& symbol, int lanes)
     : ctx_(m.getContext()), b_(ctx_), lanes_(lanes) {
   llvm::Type* bytePtr = llvm::Type::getInt8PtrTy(ctx_);
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo()}, false);
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {bytePtr->getPointerTo(), b_.getInt64Ty(), b_.getInt64Ty()},
+                                       false);
   fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, m);
   fn_->setDoesNotThrow();
   fn_->addParamAttr(0, llvm::Attribute::NoCapture);
@@ -19,6 +20,8 @@ VectorCode::VectorCode(llvm::Module& m, const std::string& symbol, int lanes)
   // code generation for CPUs that prefer 256-bit vectors splits 512-bit ones.
   fn_->addFnAttr("min-legal-vector-width", std::to_string(32 * lanes));
   fn_->getArg(0)->setName("buffers");
+  fn_->getArg(1)->setName("begin");
+  fn_->getArg(2)->setName("end");
   entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
   b_.SetInsertPoint(entry_);
   vec_ = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(lanes));
@@ -62,6 +65,31 @@ void VectorCode::loop(int64_t count, const char* name, const std::function<void(
   b_.CreateCondBr(b_.CreateICmpULT(next, i64(count)), header, exit);
   iv->addIncoming(next, b_.GetInsertBlock());
   b_.SetInsertPoint(exit);
+}
+
+void VectorCode::loopRange(Value* begin, Value* end, const char* name, const std::function<void(Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+  b_.CreateCondBr(b_.CreateICmpSLT(begin, end), header, exit);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+  iv->addIncoming(begin, pre);
+  body(iv);
+  Value* next = b_.CreateAdd(iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+  b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.SetInsertPoint(exit);
+}
+
+void VectorCode::when(Value* condition, const char* name, const std::function<void()>& body) {
+  auto* then = llvm::BasicBlock::Create(ctx_, name, fn_);
+  auto* after = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+  b_.CreateCondBr(condition, then, after);
+  b_.SetInsertPoint(then);
+  body();
+  b_.CreateBr(after);
+  b_.SetInsertPoint(after);
 }
 
 llvm::Constant* VectorCode::mask(const std::function<bool(int64_t)>& on) {

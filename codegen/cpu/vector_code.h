@@ -19,7 +19,8 @@ namespace kfuse::cpu {
 
 class VectorCode {
  public:
-  // Starts `void symbol(void** buffers)` in `m`, with vectors of `lanes`
+  // Starts `void symbol(void** buffers, int64_t begin, int64_t end)` in `m`
+  // (exec/parallel.h: [begin, end) is the range of work units to do), with vectors of `lanes`
   // floats (x86 code generation splits wider vectors than it prefers
   // unless the function says it needs them).
   VectorCode(llvm::Module& m, const std::string& symbol, int lanes);
@@ -35,6 +36,14 @@ class VectorCode {
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
   // for (i = 0; i < count; ++i) body(i), as a loop unless count is 0 or 1.
   void loop(int64_t count, const char* name, const std::function<void(llvm::Value*)>& body);
+  // for (i = begin; i < end; ++i) body(i), bounds known at run time.
+  void loopRange(llvm::Value* begin, llvm::Value* end, const char* name,
+                 const std::function<void(llvm::Value*)>& body);
+  // if (condition) body().
+  void when(llvm::Value* condition, const char* name, const std::function<void()>& body);
+  // The function's range of work units.
+  llvm::Value* begin() { return fn_->getArg(1); }
+  llvm::Value* end() { return fn_->getArg(2); }
   llvm::Value* at(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(b_.getFloatTy(), base, index); }
   // A vector at base[index] (LLVM 14's typed pointers); not inbounds: a
   // masked access may start before its row.

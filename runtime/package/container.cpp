@@ -110,6 +110,10 @@ Expected<Container> readContainer(std::string_view bytes, const std::string& fil
   if (c.version == 0 || c.version > kFormatVersion)
     return fail(str("package format version ", c.version, " is newer than this kfuse reads (", kFormatVersion,
                     "); use a kfuse at least as new as the one that wrote it"));
+  if (c.version < kOldestFormatVersion)
+    return fail(str("package format version ", c.version, " is older than this kfuse reads (", kOldestFormatVersion,
+                    " to ", kFormatVersion, "): its compiled code has another calling convention; compile the model "
+                    "again with this kfuse"));
   uint32_t count = getU32(bytes.data() + 12);
   if (count > kMaxSections) return fail(str("corrupted: the header claims ", count, " sections"));
   uint64_t tableEnd = kHeaderBytes + uint64_t{count} * kEntryBytes;

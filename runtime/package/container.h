@@ -22,8 +22,11 @@
 
 namespace kfuse::package {
 
-// The format this build writes, and the newest it reads.
-inline constexpr uint32_t kFormatVersion = 1;
+// The format this build writes, the newest it reads, and the oldest: format
+// 2 changed the ABI of a cpu package's compiled functions (they take a range
+// of work units, exec/parallel.h), so format 1's code cannot be called.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

@@ -36,7 +36,7 @@ class CpuFunction : public PackageRunner::FunctionRunner {
  public:
   CpuFunction(std::shared_ptr<const Plan> plan, CpuFunctions fns, const PackageRunnerOptions& opts,
               std::shared_ptr<const CpuCode> code)
-      : code_(std::move(code)), runner_(std::move(plan), std::move(fns), CpuRunnerOptions{opts.poison}) {}
+      : code_(std::move(code)), runner_(std::move(plan), std::move(fns), CpuRunnerOptions{.poison = opts.poison, .threads = opts.threads}) {}
   Expected<InterpreterResult> run(const Module& m, const std::vector<Tensor>& args) override {
     return runner_.run(m, args);
   }

@@ -25,6 +25,8 @@ struct PackageRunnerOptions {
   bool poison = poisonByDefault();
   // cuda: capture each run as a CUDA Graph and replay it.
   bool cudaGraph = false;
+  // cpu: threads each step may use (0: one per CPU the process may run on).
+  int threads = 0;
 };
 
 class PackageRunner {

@@ -116,7 +116,7 @@ TEST(CpuElementwise, VectorMathIsWithinFourUlp) {
       EXPECT_NE(compiled->optimizedIR.find("x float> @_ZGV"), std::string::npos) << scalarOpName(op) << " is scalar";
     }
     std::vector<Tensor> buffers = {in, Tensor(TensorType(DType::F32, {n}))};
-    runCompiled(compiled->functions[0], buffers);
+    runCompiled(k, compiled->functions[0], buffers);
     double worst = 0;
     float worstAt = 0;
     for (int64_t i = 0; i < n; ++i) {

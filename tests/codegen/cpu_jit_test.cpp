@@ -52,10 +52,10 @@ TEST(CpuJit, MillionElementKernelIsVectorized) {
 
   std::vector<Tensor> buffers = randomBuffers(k, 1);
   std::vector<Tensor> reference = buffers;
-  runCompiled(compiled->functions[0], buffers);  // warm up (page faults)
+  runCompiled(k, compiled->functions[0], buffers);  // warm up (page faults)
   const int reps = 50;
   auto start = Clock::now();
-  for (int i = 0; i < reps; ++i) runCompiled(compiled->functions[0], buffers);
+  for (int i = 0; i < reps; ++i) runCompiled(k, compiled->functions[0], buffers);
   double seconds = msSince(start) / 1e3 / reps;
   double bytes = 3.0 * 4.0 * static_cast<double>(n);  // two loads and a store per element
   std::printf("[ perf ] add of 2^20 f32: %.1f us per call, %.1f GB/s\n", seconds * 1e6, bytes / seconds / 1e9);
@@ -184,8 +184,8 @@ TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
   ASSERT_TRUE(compiled) << compiled.error().message();
   std::vector<Tensor> first = randomBuffers(softmax, 7);
   std::vector<Tensor> second = first;
-  runCompiled(compiled->functions[0], first);
-  runCompiled(compiled->functions[0], second);
+  runCompiled(softmax, compiled->functions[0], first);
+  runCompiled(softmax, compiled->functions[0], second);
   EXPECT_TRUE(outputsMatch(softmax, first, second, Tolerance::exact()));
 }
 
@@ -222,7 +222,7 @@ TEST(CpuJit, SoftmaxKeepsTheExponentialsItSums) {
   ASSERT_TRUE(kernel::evaluateKernel(softmax, wantPtrs));
   Tensor inPlace = buffers[0];
   void* args[] = {inPlace.data(), inPlace.data()};
-  compiled->functions[0](args);
+  runInRanges(compiled->functions[0], args, kernelWork(softmax));
   for (int64_t i = 0; i < inPlace.numElements(); ++i)
     EXPECT_NEAR(inPlace.at(i), want[1].at(i), 1e-6 * std::fabs(want[1].at(i)) + 1e-7) << i;
 }
@@ -366,6 +366,44 @@ TEST(CpuJit, EmitsObjectFiles) {
   EXPECT_EQ(object->bytes.substr(0, 4), "\x7f" "ELF");
   EXPECT_NE(object->bytes.find("aot_fma"), std::string::npos);
   EXPECT_NE(object->bytes.find("softmax"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfuse::testing
+
+namespace kfuse::testing {
+namespace {
+
+// A kernel run on the ranges three threads would take gives the bits of one
+// run over all its units (exec/parallel.h): one-dim spaces split on
+// multiples of kUnitAlignment, so vector math and scalar remainders meet the
+// same elements; row kernels split between rows.
+TEST(CpuJit, RangesGiveTheWholeRunsBits) {
+  std::vector<Kernel> kernels = {
+      elementwiseKernel("exp_odd", {4099}, {DType::F32}, DType::F32, [](const std::vector<Scalar>& x) { return exp(x[0]); }),
+      elementwiseKernel("tanh_2d", {37, 129}, {DType::F32}, DType::F32,
+                        [](const std::vector<Scalar>& x) { return tanh(x[0]) * 0.5; }),
+      softmaxKernel(67, 300, DType::F32), layerNormKernel(45, 97), columnSumKernel(301, 48, DType::F32, DType::F32)};
+  auto compiled = sharedJit().compile(kernels);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    Work w = kernelWork(k);
+    std::vector<Tensor> whole = randomBuffers(k, 11 + i, {-4, 4});
+    std::vector<Tensor> ranged = whole;
+    std::vector<void*> args;
+    for (Tensor& t : whole) args.push_back(t.data());
+    compiled->functions[i](args.data(), 0, w.units);
+    runCompiled(k, compiled->functions[i], ranged);
+    EXPECT_TRUE(outputsMatch(k, ranged, whole, Tolerance::exact())) << k.name << ": " << w.units << " units";
+  }
+  EXPECT_GT(kernelWork(kernels[0]).units, 1);
+  EXPECT_EQ(kernelWork(kernels[0]).alignment, kUnitAlignment);
+}
+
+TEST(CpuJit, KernelsWithGlobalsRunAsOneUnit) {
+  EXPECT_EQ(kernelWork(meanLossKernel(64, 10)).units, 1);
+  EXPECT_EQ(chunksOf(kernelWork(meanLossKernel(64, 10)), 4).size(), 1u);
 }
 
 }  // namespace

@@ -93,15 +93,21 @@ const cpu::CpuSubtarget& subtargetNamed(const std::string& cpu) {
   return made.emplace(cpu, std::move(*subtarget)).first->second;
 }
 
-void runCompiled(cpu::KernelFn fn, std::vector<Tensor>& buffers) {
+void runInRanges(cpu::KernelFn fn, void** args, const Work& w) {
+  Work everything = w;
+  everything.cost = HUGE_VAL;  // split however small
+  for (auto [begin, end] : chunksOf(everything, 3)) fn(args, begin, end);
+}
+
+void runCompiled(const kernel::Kernel& k, cpu::KernelFn fn, std::vector<Tensor>& buffers) {
   std::vector<void*> pointers;
   for (Tensor& t : buffers) pointers.push_back(t.data());
-  fn(pointers.data());
+  runInRanges(fn, pointers.data(), kernelWork(k));
 }
 
 Status runJit(const kernel::Kernel& k, std::vector<Tensor>& buffers) {
   KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, sharedJit().compile(std::span(&k, 1)));
-  runCompiled(compiled.functions[0], buffers);
+  runCompiled(k, compiled.functions[0], buffers);
   return Status::ok();
 }
 
@@ -145,7 +151,7 @@ Status interpret(const kernel::Kernel& k, std::vector<Tensor>& buffers) {
   std::vector<Tensor> jit = randomBuffers(k, seed, spec);
   std::vector<Tensor> reference = jit;
   if (Status s = interpret(k, reference); !s) return ::testing::AssertionFailure() << "interpreter: " << s.message();
-  runCompiled(fn, jit);
+  runCompiled(k, fn, jit);
   return outputsMatch(k, jit, reference, tol);
 }
 

@@ -10,6 +10,7 @@
 
 #include "codegen/cpu/jit.h"
 #include "exec/kernel_ir.h"
+#include "exec/parallel.h"
 #include "ir/tensor.h"
 
 namespace kfuse::testing {
@@ -48,8 +49,12 @@ const cpu::CpuSubtarget& subtargetNamed(const std::string& cpu);
 
 // Compiles `k` alone and runs it on `buffers` (kernel order).
 Status runJit(const kernel::Kernel& k, std::vector<Tensor>& buffers);
-// Runs a compiled function on `buffers`.
-void runCompiled(cpu::KernelFn fn, std::vector<Tensor>& buffers);
+// Runs a compiled function on `buffers`, its work (exec/parallel.h) in up to
+// three ranges one after the other, as three threads would split it: every
+// generated function is checked on ranges, not only on the whole.
+void runInRanges(cpu::KernelFn fn, void** args, const Work& w);
+// Runs compiled kernel `k` on `buffers` (kernel order), in ranges.
+void runCompiled(const kernel::Kernel& k, cpu::KernelFn fn, std::vector<Tensor>& buffers);
 
 // Buffers for `k`: inputs random, outputs random too (so that an element
 // one side forgets to write shows up).

@@ -11,7 +11,9 @@ kfuse and compares them with PyTorch's outputs.
       within twice PyTorch's own float32 error where that is larger (a deep
       network in float32 can be 1e-5 away from exact whoever computes it).
       Then again with a batch of 1 (the first sample), against the first row
-      of the reference: the batch axis really is dynamic.
+      of the reference: the batch axis really is dynamic. Last, on the cpu
+      target with --threads 1 and --threads 3: the outputs must be the same
+      bits (results do not depend on the thread count).
   modern_models.py train KFUSE MODEL_DIR WORKDIR
       `kfuse train` (cross-entropy, SGD) for the steps train_losses.json
       records from PyTorch on the same batch; each loss within 1e-4 relative.
@@ -26,9 +28,11 @@ import numpy as np
 REL = 1e-5
 
 
-def kfuse_run(kfuse, model_dir, inputs, target, out_dir):
+def kfuse_run(kfuse, model_dir, inputs, target, out_dir, threads=None):
     os.makedirs(out_dir, exist_ok=True)
     cmd = [kfuse, "run", os.path.join(model_dir, "model.onnx"), "--target", target, "--output-dir", out_dir]
+    if threads:
+        cmd += ["--threads", str(threads)]
     for name, path in inputs.items():
         cmd += ["--input", f"{name}={path}", "--shape", f"{name}={','.join(map(str, np.load(path).shape))}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -75,7 +79,14 @@ def run(kfuse, model_dir, work):
                 if inputs is single:
                     torch32, exact = torch32[:1], exact[:1]
                 ok &= compare(o, np.load(os.path.join(out_dir, f"{o}.npy")), torch32, exact)
-    return 0 if ok else 1
+    runs = {}
+    for threads in (1, 3):
+        out_dir = os.path.join(work, f"cpu_threads{threads}")
+        kfuse_run(kfuse, model_dir, full, "cpu", out_dir, threads)
+        runs[threads] = [np.load(os.path.join(out_dir, f"{o}.npy")) for o in outputs]
+    same = all(a.tobytes() == b.tobytes() for a, b in zip(runs[1], runs[3]))
+    print(f"{os.path.basename(model_dir)} on cpu, 1 and 3 threads: {'the same bits' if same else 'DIFFERENT (FAIL)'}")
+    return 0 if ok and same else 1
 
 
 def train(kfuse, model_dir, work):

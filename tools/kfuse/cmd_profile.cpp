@@ -28,6 +28,7 @@ struct ProfileArgs : PlanModelArgs {
   std::vector<std::string> inputs;  // NAME=FILE (.npy)
   CudaFlags cuda;
   bool wallOnly = false;
+  int threads = 0;
 };
 
 Status validate(const ProfileArgs& a) {
@@ -254,6 +255,7 @@ int runProfile(const ProfileArgs& a) {
   exec.inplace = !a.noInplace;
   exec.cpu = a.cpu;
   exec.profile = !a.wallOnly;
+  exec.threads = a.threads;
   if (Status s = applyCudaFlags(a.cuda, a.target, exec); !s) return fail(s.error());
   if (a.cuda.cudaGraph && !a.wallOnly)
     return fail(Error("per-step times cannot be measured with --cuda-graph: a CUDA Graph replays the whole plan "
@@ -286,6 +288,7 @@ Action addProfileCommand(CLI::App& app) {
   cmd->add_option("--sort", a->sort, "Row order: plan (default, as kfuse stats counts) or time (slowest first)");
   cmd->add_option("--input", a->inputs,
                   "NAME=FILE (.npy) for every input of the forward (default: seeded random data)");
+  addThreadsFlag(cmd, a->threads);
   cmd->add_flag("--wall-only", a->wallOnly,
                 "Time whole runs only, with no clock or CUDA event per step (a benchmark's step time; "
                 "allows --cuda-graph, which replays a run as one launch)");

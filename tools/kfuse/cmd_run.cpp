@@ -33,6 +33,7 @@ struct RunArgs {
   std::string target;  // default: defaultTarget(), or a package's own
   PlanningFlags planning;
   bool poison = false;
+  int threads = 0;
   CudaFlags cuda;
   InstrumentationFlags instr;
 };
@@ -92,6 +93,7 @@ int runPackage(const RunArgs& a, const std::string& format) {
   PackageRunnerOptions ro;
   ro.poison = a.poison;
   ro.cudaGraph = a.cuda.cudaGraph;
+  ro.threads = a.threads;
   auto runner = PackageRunner::create(*pkg, ro);
   if (!runner) return reportError("run", runner.error());
   auto outputs = (*runner)->run(fn->name, *args);
@@ -124,6 +126,7 @@ int runRun(const RunArgs& a) {
   exec.inplace = !a.planning.noInplace;
   exec.cpu = a.planning.cpu;
   exec.poison = a.poison;
+  exec.threads = a.threads;
   if (Status s = applyCudaFlags(a.cuda, target, exec); !s) return reportError("run", s.error());
   auto executor = createExecutor(target, exec);
   if (!executor) return reportError("run", executor.error());
@@ -165,6 +168,7 @@ Action addRunCommand(CLI::App& app) {
   cmd->add_option("--target", a->target, str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
   addPlanningFlags(cmd, a->planning);
   addPoisonFlag(cmd, a->poison);
+  addThreadsFlag(cmd, a->threads);
   addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runRun(*a); };

@@ -29,6 +29,7 @@ struct TrainArgs {
   double lr = 0.01;
   int64_t epochs = 1, batch = 0;
   bool noShuffle = false, allowNaN = false, poison = false;
+  int threads = 0;
   PlanningFlags planning;
   uint64_t seed = 0;
   std::string initWeights, saveWeights, logJson, target = defaultTarget();
@@ -44,6 +45,7 @@ Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   o.target = a.target;
   o.execution.inplace = !a.planning.noInplace;
   o.execution.poison = a.poison;
+  o.execution.threads = a.threads;
   o.execution.cpu = a.planning.cpu;
   KF_RETURN_IF_ERROR(applyCudaFlags(a.cuda, a.target, o.execution));
   o.fuse = !a.planning.noFuse;
@@ -188,6 +190,7 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
   PackageRunnerOptions ro;
   ro.poison = a.poison;
   ro.cudaGraph = a.cuda.cudaGraph;
+  ro.threads = a.threads;
   KF_ASSIGN_OR_RETURN(std::unique_ptr<PackageRunner> runner, PackageRunner::create(pkg, ro));
   std::cout << "package " << a.model << ": " << pkg->meta().target << ", loss " << t->loss << ", optimizer "
             << t->optimizer << ", batch " << p.batch << "\n";
@@ -267,6 +270,7 @@ Action addTrainCommand(CLI::App& app) {
                   str("Where to run: ", join(availableTargets(), ", "), " (default ", defaultTarget(), ")"));
   addPlanningFlags(cmd, a->planning);
   addPoisonFlag(cmd, a->poison);
+  addThreadsFlag(cmd, a->threads);
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");
   addCudaFlags(cmd, a->cuda);

@@ -53,6 +53,8 @@ void addCpuFlag(CLI::App* cmd, std::string& cpu);
 BackendOptions backendOptions(const PlanningFlags& f);
 // --poison (runtime/poison.h); `poison` starts at the build's default.
 void addPoisonFlag(CLI::App* cmd, bool& poison);
+// --threads for commands that run plans on the cpu target (0: the default).
+void addThreadsFlag(CLI::App* cmd, int& threads);
 // Errors when a flag is given for another target than cuda; else copies
 // them into `exec`.
 Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOptions& exec);

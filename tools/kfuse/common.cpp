@@ -55,6 +55,13 @@ void addPoisonFlag(CLI::App* cmd, bool& poison) {
                     poisonByDefault() ? " (on by default: this kfuse was built with KFUSE_POISON_BY_DEFAULT)" : ""));
 }
 
+void addThreadsFlag(CLI::App* cmd, int& threads) {
+  cmd->add_option("--threads", threads,
+                  "cpu: threads each step may use (default: one per CPU this process may run on); results do not "
+                  "depend on it")
+      ->check(CLI::NonNegativeNumber);
+}
+
 int reportError(const std::string& command, const Error& e) {
   const std::string& msg = e.message();
   // Messages from the parser already read "file:line:col: error: ...".

@@ -25,6 +25,7 @@ struct Args {
   std::vector<std::string> inputs;
   int repeat = 1;
   bool cudaGraph = false;
+  int threads = 0;
 };
 
 int fail(const Error& e) {
@@ -44,6 +45,7 @@ int run(const Args& a) {
   if (a.repeat < 1) return fail(Error(str("--repeat must be at least 1, got ", a.repeat)));
   PackageRunnerOptions ro;
   ro.cudaGraph = a.cudaGraph;
+  ro.threads = a.threads;
   if (a.cudaGraph && (*pkg)->meta().target != "cuda")
     return fail(Error(str("--cuda-graph applies to cuda packages, not ", (*pkg)->meta().target)));
   auto runner = PackageRunner::create(*pkg, ro);
@@ -80,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--output-dir", a.outputDir, "Write each output as NAME.npy into DIR");
   app.add_option("--repeat", a.repeat, "Run N times and print the median time (outputs of the last run)");
   app.add_flag("--cuda-graph", a.cudaGraph, "cuda packages: capture each run as a CUDA Graph and replay it");
+  app.add_option("--threads", a.threads,
+                 "cpu packages: threads each step may use (default: one per CPU this process may run on)")
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

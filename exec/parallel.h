@@ -1,0 +1,58 @@
+// How the work of a generated function splits across threads. Every
+// function kfuse generates for the CPU takes a range of work units,
+//
+//   void <symbol>(void** buffers, int64_t begin, int64_t end);
+//
+// and does exactly the part of its work those units name, so that a runner
+// may call it on disjoint ranges from several threads:
+//   - a kernel: points of the first dim of its (merged) outer space
+//     (exec/index_space.h), when its points are independent: no globals, no
+//     prologue, no final stores; otherwise one unit, the whole kernel;
+//   - a packed GEMM: rows of C; the function computes the blocks of rows
+//     (its tiling's) that start in its range, each with its epilogue, so any
+//     ranges that cover the rows once cover every block once;
+//   - a direct convolution: output rows, (image, group, row) row-major.
+// Each unit is computed by the same code whatever the range around it, so
+// results do not depend on the thread count: a chunk of a one-dim kernel
+// starts on a multiple of kUnitAlignment, which keeps every element in the
+// same position of the vectorised loop (vector and scalar math can differ
+// in the last bit, libmvec's exp against libm's, say).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "exec/kernel_ir.h"
+#include "exec/plan.h"
+
+namespace kfuse {
+
+// Work units larger than this many units' alignment never straddle a
+// vector loop's body and its remainder differently (256 bytes' worth of
+// one-byte elements is a whole AVX-512 vector loop unrolled four times).
+inline constexpr int64_t kUnitAlignment = 256;
+
+// The work of one generated function: its units, the multiple a chunk's
+// start must be, and the work in all of them (flops or elements), for
+// deciding whether splitting pays.
+struct Work {
+  int64_t units = 1;
+  int64_t alignment = 1;
+  double cost = 0;
+};
+
+Work kernelWork(const kernel::Kernel& k);
+Work packedGemmWork(const GemmSpec& g);
+Work directConvWork(const ConvSpec& c);
+
+// Below this cost a function runs on one thread: waking the others costs
+// more than the work (a few microseconds).
+inline constexpr double kMinParallelCost = 32768;
+
+// [begin, end) ranges for up to `threads` threads: contiguous, in order,
+// covering [0, w.units), each but the last starting on a multiple of the
+// alignment; one range when the work is too small to share.
+std::vector<std::pair<int64_t, int64_t>> chunksOf(const Work& w, int threads);
+
+}  // namespace kfuse
