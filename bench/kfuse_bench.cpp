@@ -3,11 +3,14 @@
 // .npy files:
 //
 //   NAME infer MODEL.onnx X.npy
+//   NAME infer MODEL.onnx INPUT=X.npy [INPUT=Y.npy ...]   (named inputs; their
+//                                             shapes bind symbolic dims)
 //   NAME train MODEL.onnx X.npy Y.npy LR     (cross-entropy + Adam)
 //
 // compiles every workload once for the cpu target (for this machine, or
 // with `--cpu NAME` for a named CPU it can run: haswell on an AVX-512
-// machine runs AVX2 code), printing one JSON line per
+// machine runs AVX2 code; `--threads N` threads per step, default the
+// CPUs the process may use), printing one JSON line per
 // workload (compile times, launches per step, where it wrote its first
 // outputs / loss), then "ready", and then serves commands on stdin, one JSON
 // line each:
@@ -54,6 +57,9 @@ struct Workload {
   std::exit(1);
 }
 
+// A manifest's path: absolute, or relative to the manifest's folder.
+std::string pathIn(const std::string& dir, const std::string& p) { return !p.empty() && p[0] == '/' ? p : dir + "/" + p; }
+
 template <typename T>
 T orDie(Expected<T> e, const std::string& what) {
   if (!e) die(what + ": " + e.error().message());
@@ -62,17 +68,35 @@ T orDie(Expected<T> e, const std::string& what) {
 
 // Compiles one workload, runs it once (outputs written beside the model as
 // NAME.kfuse.npy, or its first loss reported), and prints its JSON line.
-Workload setUp(std::istringstream& line, const std::string& dir, const std::string& cpu) {
+Workload setUp(std::istringstream& line, const std::string& dir, const std::string& cpu, int threads) {
   Workload w;
   std::string model, x, y;
   line >> w.name >> w.kind >> model >> x;
   if (w.kind == "train") line >> y >> w.lr;
-  w.inputs.push_back(orDie(readNpy(dir + "/" + x), x));
+  onnx_import::ImportOptions importOptions;
+  std::map<std::string, Tensor> named;
+  if (x.find('=') == std::string::npos) {
+    w.inputs.push_back(orDie(readNpy(pathIn(dir, x)), x));
+  } else {
+    for (std::string arg = x; !arg.empty(); arg.clear(), line >> arg) {
+      auto eq = arg.find('=');
+      if (eq == std::string::npos) die(w.name + ": input " + arg + " is not NAME=FILE");
+      Tensor t = orDie(readNpy(pathIn(dir, arg.substr(eq + 1))), arg);
+      importOptions.shapes[arg.substr(0, eq)] = t.shape();
+      named.emplace(arg.substr(0, eq), std::move(t));
+    }
+  }
   std::ostringstream json;
   json << std::setprecision(9) << "{\"name\": \"" << w.name << "\", \"kind\": \"" << w.kind << "\"";
 
   auto t0 = Clock::now();
-  auto imported = orDie(onnx_import::importModelFile(dir + "/" + model), model);
+  auto imported = orDie(onnx_import::importModelFile(pathIn(dir, model), importOptions), model);
+  if (!named.empty())  // in the order of the function's arguments
+    for (const auto& arg : imported->functions().front()->arguments()) {
+      auto it = named.find(arg->name());
+      if (it == named.end()) die(w.name + ": no input given for " + arg->name());
+      w.inputs.push_back(it->second);
+    }
   json << ", \"import_ms\": " << msSince(t0);
   if (w.kind == "infer") {
     w.module = std::move(imported);
@@ -80,7 +104,7 @@ Workload setUp(std::istringstream& line, const std::string& dir, const std::stri
     auto t1 = Clock::now();
     if (Status s = prepareModule(*w.module, backend); !s) die(w.name + ": " + s.message());
     double passes = msSince(t1);
-    w.exec = orDie(createExecutor("cpu", {.cpu = cpu}), "executor");
+    w.exec = orDie(createExecutor("cpu", {.cpu = cpu, .threads = threads}), "executor");
     auto t2 = Clock::now();
     const Graph& fn = *w.module->functions().front();
     const Plan* plan = w.exec->planFor(fn);  // plans and JIT-compiles every kernel
@@ -88,14 +112,15 @@ Workload setUp(std::istringstream& line, const std::string& dir, const std::stri
     double jit = msSince(t2);
     uint64_t before = w.exec->launches();
     auto out = orDie(w.exec->run(fn, w.inputs), w.name);
-    if (Status s = writeNpy(dir + "/" + w.name + ".kfuse.npy", out.outputs.at(0)); !s) die(s.message());
+    if (Status s = writeNpy(pathIn(dir, w.name + ".kfuse.npy"), out.outputs.at(0)); !s) die(s.message());
     json << ", \"passes_ms\": " << passes << ", \"plan_jit_ms\": " << jit << ", \"kernels\": " << plan->kernels.size()
          << ", \"plan_launches\": " << plan->launches() << ", \"launches_per_iter\": " << w.exec->launches() - before;
   } else {
-    w.labels = orDie(readNpy(dir + "/" + y), y);
+    w.labels = orDie(readNpy(pathIn(dir, y)), y);
     TrainerOptions opts;
     opts.target = "cpu";
     opts.execution.cpu = cpu;
+    opts.execution.threads = threads;
     opts.training.loss = LossKind::CrossEntropy;
     opts.training.optimizer.kind = OptimizerKind::Adam;
     auto t1 = Clock::now();
@@ -137,8 +162,15 @@ void runIterations(Workload& w, int n) {
 
 int main(int argc, char** argv) {
   std::string cpu;
-  if (argc == 4 && std::string(argv[1]) == "--cpu") cpu = argv[2];
-  if (argc != 2 && cpu.empty()) die("usage: kfuse_bench [--cpu NAME] MANIFEST (see bench/kfuse_bench.cpp)");
+  int threads = 0;
+  int i = 1;
+  for (; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--cpu") cpu = argv[i + 1];
+    else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
+    else break;
+  }
+  if (i != argc - 1 || threads < 0) die("usage: kfuse_bench [--cpu NAME] [--threads N] MANIFEST (see bench/kfuse_bench.cpp)");
   std::string manifest = argv[argc - 1];
   std::string dir = manifest.substr(0, manifest.find_last_of('/') == std::string::npos ? 0 : manifest.find_last_of('/'));
   if (dir.empty()) dir = ".";
@@ -148,7 +180,7 @@ int main(int argc, char** argv) {
   for (std::string text; std::getline(in, text);) {
     if (text.empty() || text[0] == '#') continue;
     std::istringstream line(text);
-    Workload w = setUp(line, dir, cpu);
+    Workload w = setUp(line, dir, cpu, threads);
     std::string name = w.name;
     workloads.emplace(name, std::move(w));
   }

@@ -4,9 +4,19 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
 
+#include <atomic>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "exec/io/kernel_io.h"
+#include "exec/io/plan_io.h"
 #include "ir/support/strings.h"
+#include "runtime/threads.h"
 
 namespace kfuse::cpu {
 namespace {
@@ -23,12 +33,14 @@ llvm::orc::JITTargetMachineBuilder machineBuilder(const CpuTarget& target) {
 
 }  // namespace
 
-CpuJit::CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm)
-    : subtarget_(std::move(subtarget)), jit_(std::move(jit)), tm_(std::move(tm)) {}
+CpuJit::CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
+               std::string cacheDir)
+    : subtarget_(std::move(subtarget)), jit_(std::move(jit)), tm_(std::move(tm)),
+      cache_(ObjectCache::codeGeneratorId().empty() ? std::string() : std::move(cacheDir)) {}
 
 CpuJit::~CpuJit() = default;
 
-Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target) {
+Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target, const std::string& cacheDir) {
   initializeNativeTarget();
   KF_ASSIGN_OR_RETURN(CpuSubtarget subtarget, subtargetOf(target));
   KF_RETURN_IF_ERROR(checkRunsHere(subtarget));
@@ -48,10 +60,138 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target) {
     if (!mvec) return fromLLVM(mvec.takeError(), "cannot load glibc's vector math library");
     (*jit)->getMainJITDylib().addGenerator(std::move(*mvec));
   }
-  return std::unique_ptr<CpuJit>(new CpuJit(std::move(subtarget), std::move(*jit), std::move(*tm)));
+  return std::unique_ptr<CpuJit>(new CpuJit(std::move(subtarget), std::move(*jit), std::move(*tm), cacheDir));
+}
+
+namespace {
+
+// One generated function to compile, and what identifies its code.
+struct Unit {
+  CodeBatch batch;
+  std::string description;  // everything its code depends on but the CPU and options
+};
+
+std::string describeTiling(const ConvTiling& t) {
+  return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors);
+}
+
+std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }
+
+std::vector<Unit> unitsOf(const CodeBatch& batch) {
+  std::vector<Unit> units;
+  for (size_t i = 0; i < batch.kernels.size(); ++i)
+    units.push_back({CodeBatch{batch.kernels.subspan(i, 1), {}},
+                     str("kernel ", batch.kernels[i].name, "\n", package::writeKernel(batch.kernels[i]).dump())});
+  for (size_t i = 0; i < batch.convs.size(); ++i) {
+    const DirectConv& c = batch.convs[i];
+    units.push_back({CodeBatch{{}, batch.convs.subspan(i, 1)},
+                     str("conv ", c.name, "\n", convSpecJson(c.spec), "\n", describeTiling(c.tiling))});
+  }
+  for (size_t i = 0; i < batch.gemms.size(); ++i) {
+    const PackedGemm& g = batch.gemms[i];
+    std::string epilogue = g.epilogue ? package::writeKernel(*g.epilogue).dump() : "none";
+    std::string blocks = str(g.blocks.pointsPerRow);
+    for (int64_t s : g.blocks.rowStrides) blocks += str(",", s);
+    units.push_back({CodeBatch{{}, {}, batch.gemms.subspan(i, 1)},
+                     str("gemm ", g.name, "\n", gemmSpecJson(g.spec), "\n", describeTiling(g.tiling), "\n", epilogue,
+                         "\n", blocks)});
+  }
+  return units;
+}
+
+// A batch is one namespace of symbols, as its one module was: names must be
+// unique across its kernels, convolutions and GEMMs.
+Status checkUniqueNames(const CodeBatch& batch) {
+  std::set<std::string> seen;
+  auto check = [&](const std::string& name, const char* what) -> Status {
+    if (!seen.insert(symbolName(name)).second)
+      return Error(str(what, " @", name, ": the module already defines a symbol of that name"));
+    return Status::ok();
+  };
+  for (const kernel::Kernel& k : batch.kernels) KF_RETURN_IF_ERROR(check(k.name, "kernel"));
+  for (const DirectConv& c : batch.convs) KF_RETURN_IF_ERROR(check(c.name, "convolution"));
+  for (const PackedGemm& g : batch.gemms) KF_RETURN_IF_ERROR(check(g.name, "GEMM"));
+  return Status::ok();
+}
+
+}  // namespace
+
+// Each function's object file, from the cache or compiled, on one thread per
+// CPU; the first failure in batch order.
+Expected<std::vector<std::string>> CpuJit::objectsOf(const CodeBatch& batch, const CompileOptions& options,
+                                                     CompiledKernels& stats) {
+  std::vector<Unit> units = unitsOf(batch);
+  const CpuTarget& t = subtarget_.target;
+  std::vector<std::optional<Expected<std::string>>> objects(units.size());
+  std::atomic<size_t> next{0}, compiled{0}, hits{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < units.size(); i = next++) {
+      std::string key;
+      if (cache_.enabled()) {
+        key = ObjectCache::key({"kfuse cpu object", ObjectCache::codeGeneratorId(), LLVM_VERSION_STRING, t.triple, t.cpu,
+                                t.features, std::to_string(static_cast<int>(options.optLevel)), units[i].description});
+        if (auto cached = cache_.load(key)) {
+          objects[i] = std::move(*cached);
+          ++hits;
+          continue;
+        }
+      }
+      CompileOptions co;
+      co.optLevel = options.optLevel;
+      Expected<ObjectCode> object = emitObject(units[i].batch, subtarget_, co);
+      ++compiled;
+      if (!object) {
+        objects[i] = object.error();
+        continue;
+      }
+      if (cache_.enabled()) (void)cache_.store(key, object->bytes);  // an unwritable cache only costs time
+      objects[i] = std::move(object->bytes);
+    }
+  };
+  size_t n = std::min<size_t>(static_cast<size_t>(availableCpus()), std::max<size_t>(units.size(), 1));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (std::thread& th : pool) th.join();
+  stats.compiled = compiled;
+  stats.cacheHits = hits;
+  std::vector<std::string> out;
+  for (auto& o : objects) {
+    if (!*o) return o->error();
+    out.push_back(std::move(**o));
+  }
+  return out;
 }
 
 Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileOptions& options) {
+  if (options.keepOptimizedIR || options.assembly) return compileOneModule(batch, options);
+  KF_RETURN_IF_ERROR(checkUniqueNames(batch));
+  CompiledKernels out;
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> objects, objectsOf(batch, options, out));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto dylib = jit_->createJITDylib(str("kfuse_batch_", batches_++));
+  if (!dylib) return fromLLVM(dylib.takeError(), "cannot create a JITDylib");
+  dylib->addToLinkOrder(jit_->getMainJITDylib());
+  for (size_t i = 0; i < objects.size(); ++i)
+    if (llvm::Error e = jit_->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(objects[i], str("unit", i))))
+      return fromLLVM(std::move(e), "cannot add compiled code");
+  return lookupAll(*dylib, batch, std::move(out));
+}
+
+Expected<CompiledKernels> CpuJit::lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch, CompiledKernels out) {
+  auto lookup = [&](const std::string& name, const char* what, std::vector<KernelFn>& into) -> Status {
+    auto symbol = jit_->lookup(dylib, symbolName(name));
+    if (!symbol) return fromLLVM(symbol.takeError(), str(what, " @", name));
+    into.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
+    return Status::ok();
+  };
+  for (const kernel::Kernel& k : batch.kernels) KF_RETURN_IF_ERROR(lookup(k.name, "kernel", out.functions));
+  for (const DirectConv& c : batch.convs) KF_RETURN_IF_ERROR(lookup(c.name, "convolution", out.convs));
+  for (const PackedGemm& g : batch.gemms) KF_RETURN_IF_ERROR(lookup(g.name, "GEMM", out.gemms));
+  return out;
+}
+
+Expected<CompiledKernels> CpuJit::compileOneModule(const CodeBatch& batch, const CompileOptions& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, buildKernelModule(batch, *ctx, *tm_, subtarget_, options.optLevel));
@@ -63,16 +203,8 @@ Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileO
   dylib->addToLinkOrder(jit_->getMainJITDylib());
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   if (llvm::Error e = jit_->addIRModule(*dylib, std::move(tsm))) return fromLLVM(std::move(e), "cannot add kernels");
-  auto lookup = [&](const std::string& name, const char* what, std::vector<KernelFn>& into) -> Status {
-    auto symbol = jit_->lookup(*dylib, symbolName(name));
-    if (!symbol) return fromLLVM(symbol.takeError(), str(what, " @", name));
-    into.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
-    return Status::ok();
-  };
-  for (const kernel::Kernel& k : batch.kernels) KF_RETURN_IF_ERROR(lookup(k.name, "kernel", out.functions));
-  for (const DirectConv& c : batch.convs) KF_RETURN_IF_ERROR(lookup(c.name, "convolution", out.convs));
-  for (const PackedGemm& g : batch.gemms) KF_RETURN_IF_ERROR(lookup(g.name, "GEMM", out.gemms));
-  return out;
+  out.compiled = batch.kernels.size() + batch.convs.size() + batch.gemms.size();
+  return lookupAll(*dylib, batch, std::move(out));
 }
 
 }  // namespace kfuse::cpu

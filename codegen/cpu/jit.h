@@ -6,10 +6,13 @@
 //   KF_ASSIGN_OR_RETURN(auto compiled, jit->compile(kernels));
 //   compiled.functions[0](buffers);
 //
-// Each compile() call is one batch: one LLVM module, optimised as a whole
-// (O3 by default) and linked into its own JITDylib, so batches never clash
-// on kernel names. libm and libc symbols resolve from the process. Function
-// pointers stay valid while the CpuJit lives.
+// Each compile() call is one batch, linked into its own JITDylib, so batches
+// never clash on kernel names. Each generated function of the batch is its
+// own object file, compiled (O3 by default) on one thread per CPU this
+// process may use, or taken from the on-disk cache (object_cache.h) when an
+// earlier run compiled the same function for the same CPU with the same
+// kfuse. libm and libc symbols resolve from the process. Function pointers
+// stay valid while the CpuJit lives.
 #pragma once
 
 #include <memory>
@@ -20,10 +23,12 @@
 
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/llvm_emitter.h"
+#include "codegen/cpu/object_cache.h"
 #include "codegen/cpu/subtarget.h"
 
 namespace llvm::orc {
 class LLJIT;
+class JITDylib;
 }
 
 namespace kfuse::cpu {
@@ -33,6 +38,8 @@ struct CompiledKernels {
   std::vector<KernelFn> convs;      // in the order of the direct convolutions compiled
   std::vector<KernelFn> gemms;      // in the order of the packed GEMMs compiled
   std::string optimizedIR;          // filled when CompileOptions::keepOptimizedIR
+  size_t compiled = 0;              // functions LLVM compiled
+  size_t cacheHits = 0;             // functions loaded from the object cache
 };
 
 class CpuJit {
@@ -40,14 +47,17 @@ class CpuJit {
   // A JIT for `target`: this machine (cpuTargetFor("")) or a CPU whose
   // features it has (an older one, to run its code here). Refused, naming
   // what is missing, when this machine lacks a feature of `target`.
-  static Expected<std::unique_ptr<CpuJit>> create(const CpuTarget& target);
+  // `cacheDir`: the object cache's folder ("": none).
+  static Expected<std::unique_ptr<CpuJit>> create(const CpuTarget& target,
+                                                  const std::string& cacheDir = ObjectCache::defaultDir());
   ~CpuJit();
   CpuJit(const CpuJit&) = delete;
   CpuJit& operator=(const CpuJit&) = delete;
 
   // Compiles one batch. Errors (a kernel that does not verify, an op the
   // backend lacks, a symbol that does not resolve) name the kernel. Safe to
-  // call from several threads; batches compile one at a time.
+  // call from several threads. With keepOptimizedIR or assembly, the batch
+  // is one module, compiled on this thread and never cached.
   Expected<CompiledKernels> compile(std::span<const kernel::Kernel> kernels, const CompileOptions& options = {}) {
     return compile(CodeBatch{kernels, {}}, options);
   }
@@ -56,11 +66,17 @@ class CpuJit {
   const CpuSubtarget& subtarget() const { return subtarget_; }
 
  private:
-  CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm);
+  CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
+         std::string cacheDir);
+  Expected<CompiledKernels> compileOneModule(const CodeBatch& batch, const CompileOptions& options);
+  Expected<std::vector<std::string>> objectsOf(const CodeBatch& batch, const CompileOptions& options,
+                                               CompiledKernels& stats);
+  Expected<CompiledKernels> lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch, CompiledKernels out);
 
   CpuSubtarget subtarget_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> tm_;  // the optimiser's cost models; not thread-safe
+  ObjectCache cache_;
   std::mutex mutex_;
   int batches_ = 0;
 };

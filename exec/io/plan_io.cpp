@@ -472,4 +472,7 @@ Expected<Plan> parsePlan(std::string_view text, const TensorMap& constants, Plan
   return parseJson<Plan>(text, "plan", [&](const json& j) { return PlanReader(j, constants, offsets).run(); });
 }
 
+std::string gemmSpecJson(const GemmSpec& g) { return writeGemm(g).dump(); }
+std::string convSpecJson(const ConvSpec& c) { return writeConv(c).dump(); }
+
 }  // namespace kfuse

@@ -28,6 +28,11 @@ std::string constantKey(std::string_view function, int buffer);
 // under constantKey (the pointers point into `p`).
 std::string serializePlan(const Plan& p, std::vector<std::pair<std::string, const Tensor*>>& constants);
 
+// The JSON form of a GEMM's and a convolution's spec, as a plan's steps
+// carry them (also what identifies generated code for them in a cache).
+std::string gemmSpecJson(const GemmSpec& g);
+std::string convSpecJson(const ConvSpec& c);
+
 // Whether every non-alias buffer must have its offset: a plan to run (a
 // package's) must; a `kfuse opt --dump-ir-dir` dump from before the
 // plan-buffers pass has none.

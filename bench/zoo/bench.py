@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""The real-model benchmark: the zoo's models (bench/zoo/export.py, opset 20
+as PyTorch 2.x's default exporter writes them) run by kfuse, onnxruntime,
+OpenVINO, PyTorch eager and torch.compile, at each thread count, every
+engine pinned to the same CPUs, rounds alternating between engines.
+
+    bench/zoo/.venv/bin/python bench/zoo/bench.py                 # all models, 1 and 2 threads
+    bench/zoo/.venv/bin/python bench/zoo/bench.py --models resnet18,bert --threads 1 --rounds 9
+    bench/zoo/.venv/bin/python bench/zoo/bench.py --engines kfuse,ort --json bench/zoo/out/bench.json
+
+kfuse runs in its own process (build/bench/kfuse_bench, `cmake --build build
+--target kfuse_bench`), which compiles every model once and then times
+iterations on request; the other engines run in this process. With T
+threads, this process and kfuse_bench are pinned to the same T CPUs (the
+last T the machine has). Each round gives every engine about
+--round-seconds on a model, in an order that rotates from round to round,
+so that a burst of load from the machine's neighbours falls on no engine in
+particular; the table gives medians over all iterations and the ratio of
+each engine's median to kfuse's (above 1: kfuse faster). Compile times:
+kfuse's import + passes + plan + JIT, onnxruntime's session creation,
+OpenVINO's compile_model, torch.compile's first call.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+ENGINES = ["kfuse", "ort", "openvino", "eager", "compile"]
+
+
+def load_manifest(out: Path) -> dict:
+    m = json.loads((out / "manifest.json").read_text())
+    return {e["name"]: e for e in m["models"] if e.get("status") == "ok"}
+
+
+def inputs_of(entry: dict, out: Path) -> dict:
+    return {i["name"]: np.load(out / i["npy"]) for i in entry["inputs"]}
+
+
+class Kfuse:
+    """kfuse_bench, one process per thread count, every model compiled once."""
+
+    def __init__(self, binary: Path, models: dict, out: Path, threads: int, cpus: list[int], work: Path):
+        work.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for name, e in models.items():
+            ins = " ".join(f"{i['name']}={(out / i['npy']).resolve()}" for i in e["inputs"])
+            lines.append(f"{name} infer {(out / e['file']).resolve()} {ins}")
+        manifest = work / f"kfuse_t{threads}.txt"
+        manifest.write_text("\n".join(lines) + "\n")
+        cmd = ["taskset", "-c", ",".join(map(str, cpus)), str(binary), "--threads", str(threads), str(manifest)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.setup = {}
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line == "ready":
+                break
+            info = json.loads(line)
+            self.setup[info["name"]] = info
+        if self.proc.poll() is not None:
+            sys.exit("kfuse_bench failed during setup")
+
+    def time(self, name: str, n: int) -> list[float]:
+        self.proc.stdin.write(f"run {name} {n}\n")
+        return json.loads(self.proc.stdout.readline())["ms"]
+
+    def compile_s(self, name: str) -> float:
+        s = self.setup[name]
+        return (s["import_ms"] + s["passes_ms"] + s["plan_jit_ms"]) / 1e3
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.proc.wait()
+
+
+def make_ort(path: Path, threads: int):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    t0 = time.perf_counter()
+    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return (lambda feeds: s.run(None, feeds)), time.perf_counter() - t0
+
+
+def make_openvino(path: Path, threads: int):
+    import openvino as ov
+    core = ov.Core()
+    t0 = time.perf_counter()
+    compiled = core.compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+                                                      "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    return (lambda feeds: req.infer(feeds)), time.perf_counter() - t0
+
+
+def torch_models(names):
+    """The zoo's PyTorch modules, rebuilt as export.py builds them (seeded)."""
+    sys.path.insert(0, str(HERE))
+    import export  # noqa: E402
+    import torch
+    specs = {s.name: s for s in export.specs()}
+    out = {}
+    for n in names:
+        export.seed_all()
+        spec = specs[n]
+        model = spec.build().eval()
+        if spec.family in ("torchvision", "timm"):
+            export.calibrate_batchnorm(model, spec.inputs)
+        out[n] = (model, spec)
+    return out, torch
+
+
+def make_torch(model, feeds, torch, compiled: bool):
+    args = tuple(torch.from_numpy(v) for v in feeds.values())
+    fn = torch.compile(model) if compiled else model
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        fn(*args)  # compiles on the first call
+    setup = time.perf_counter() - t0
+
+    def run(_):
+        with torch.no_grad():
+            return fn(*args)
+    return run, setup
+
+
+def bench_threads(args, models, out, threads, cpus):
+    os.sched_setaffinity(0, set(cpus))
+    runners, setup = {}, {}
+    kfuse = None
+    if "kfuse" in args.engines:
+        kfuse = Kfuse(Path(args.kfuse_bench), models, out, threads, cpus, out / "bench")
+    feeds = {n: inputs_of(e, out) for n, e in models.items()}
+    torch_mods = None
+    if {"eager", "compile"} & set(args.engines):
+        torch_mods, torch = torch_models(list(models))
+        torch.set_num_threads(threads)
+    for n, e in models.items():
+        path = out / e["file"]
+        if kfuse:
+            runners[(n, "kfuse")] = None
+            setup[(n, "kfuse")] = kfuse.compile_s(n)
+        for eng, make in (("ort", make_ort), ("openvino", make_openvino)):
+            if eng in args.engines:
+                try:
+                    runners[(n, eng)], setup[(n, eng)] = make(path, threads)
+                except Exception as ex:  # noqa: BLE001
+                    print(f"  {eng} cannot run {n}: {str(ex).splitlines()[0][:120]}")
+        for eng, compiled in (("eager", False), ("compile", True)):
+            if eng in args.engines:
+                try:
+                    runners[(n, eng)], setup[(n, eng)] = make_torch(torch_mods[n][0], feeds[n], torch, compiled)
+                except Exception as ex:  # noqa: BLE001
+                    print(f"  torch {eng} cannot run {n}: {str(ex).splitlines()[0][:120]}")
+    times = {k: [] for k in runners}
+    engines = [e for e in args.engines if any(k[1] == e for k in runners)]
+    for r in range(args.rounds):
+        order = engines[r % len(engines):] + engines[:r % len(engines)]
+        for n in models:
+            for eng in order:
+                if (n, eng) not in runners:
+                    continue
+                if eng == "kfuse":
+                    probe = kfuse.time(n, 1)[0] / 1e3
+                    reps = max(1, min(200, int(args.round_seconds / max(probe, 1e-6))))
+                    times[(n, eng)] += kfuse.time(n, reps)
+                    continue
+                fn = runners[(n, eng)]
+                t0 = time.perf_counter()
+                fn(feeds[n])
+                probe = time.perf_counter() - t0
+                reps = max(1, min(200, int(args.round_seconds / max(probe, 1e-6))))
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    fn(feeds[n])
+                    times[(n, eng)].append((time.perf_counter() - t0) * 1e3)
+        print(f"  round {r + 1}/{args.rounds} done", flush=True)
+    if kfuse:
+        kfuse.close()
+    return {f"{n}|{e}": {"median_ms": statistics.median(v), "iterations": len(v), "setup_s": setup[(n, e)]}
+            for (n, e), v in times.items() if v}
+
+
+def table(results, models, threads, engines):
+    others = [e for e in engines if e != "kfuse"]
+    head = "| model | kfuse ms | " + " | ".join(f"{e} ms" for e in others) + " | " + \
+           " | ".join(f"{e} / kfuse" for e in others) + " | kfuse compile s |"
+    lines = [f"### {threads} thread{'s' if threads > 1 else ''}", "", head,
+             "|" + "---|" * (3 + 2 * len(others))]
+    for n in models:
+        k = results.get(f"{n}|kfuse")
+        row = [n, f"{k['median_ms']:.2f}" if k else "-"]
+        row += [f"{results[f'{n}|{e}']['median_ms']:.2f}" if f"{n}|{e}" in results else "-" for e in others]
+        row += [f"{results[f'{n}|{e}']['median_ms'] / k['median_ms']:.2f}x" if k and f"{n}|{e}" in results else "-"
+                for e in others]
+        row.append(f"{k['setup_s']:.2f}" if k else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(HERE / "out"), help="the exported zoo (bench/zoo/out)")
+    ap.add_argument("--models", help="comma-separated names (default: every exported model)")
+    ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    ap.add_argument("--engines", default=",".join(ENGINES), help=f"of {','.join(ENGINES)}")
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--round-seconds", type=float, default=0.1)
+    ap.add_argument("--kfuse-bench", default=str(ROOT / "build" / "bench" / "kfuse_bench"))
+    ap.add_argument("--json", help="write every median, iteration count and compile time here")
+    args = ap.parse_args()
+    args.engines = args.engines.split(",")
+    out = Path(args.out)
+    models = load_manifest(out)
+    if args.models:
+        models = {n: models[n] for n in args.models.split(",")}
+    ncpu = len(os.sched_getaffinity(0))
+    all_results = {}
+    print(f"load average at start: {os.getloadavg()}")
+    for t in [int(x) for x in args.threads.split(",")]:
+        cpus = sorted(os.sched_getaffinity(0))[-t:] if t <= ncpu else sorted(os.sched_getaffinity(0))
+        print(f"== {t} thread(s) on CPUs {cpus}", flush=True)
+        results = bench_threads(args, models, out, t, cpus)
+        all_results[str(t)] = results
+        print(table(results, models, t, args.engines), flush=True)
+    print(f"load average at end: {os.getloadavg()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(all_results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
