@@ -12,15 +12,7 @@ bool packedGemmFits(const Plan& plan, size_t step) {
     if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
   if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1) return false;
   if (g.k > kPackedMaxK || packedBElements(g) * int64_t{sizeof(float)} > kPackedMaxBytes) return false;
-  const int storage = plan.storageOf(g.b);
-  BufferKind kind = buffer(storage).kind;
-  if (kind != BufferKind::Param && kind != BufferKind::Constant) return false;
-  for (const auto& update : plan.updates)
-    if (kind == BufferKind::Param && update.first == buffer(storage).param) return false;
-  for (const Step& s : plan.steps)
-    for (int w : stepWrites(plan, s))
-      if (plan.storageOf(w) == storage) return false;
-  return true;
+  return readOnlyWhileRunning(plan, g.b);
 }
 
 std::vector<size_t> packedGemmSteps(const Plan& plan) {

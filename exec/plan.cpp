@@ -134,4 +134,17 @@ std::string printPlan(const Plan& p) {
   return os.str();
 }
 
+bool readOnlyWhileRunning(const Plan& p, int b) {
+  const int storage = p.storageOf(b);
+  if (storage < 0) return false;
+  const PlanBuffer& buffer = p.buffers[static_cast<size_t>(storage)];
+  if (buffer.kind != BufferKind::Param && buffer.kind != BufferKind::Constant) return false;
+  for (const auto& update : p.updates)
+    if (buffer.kind == BufferKind::Param && update.first == buffer.param) return false;
+  for (const Step& s : p.steps)
+    for (int w : stepWrites(p, s))
+      if (p.storageOf(w) == storage) return false;
+  return true;
+}
+
 }  // namespace kfuse

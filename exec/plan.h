@@ -174,6 +174,11 @@ std::vector<int> stepBuffers(const Step& s);
 // results.
 std::vector<int> stepWrites(const Plan& p, const Step& s);
 
+// Whether buffer `b`'s storage is a parameter or constant that nothing
+// writes while the plan runs (no step, no state update): an inference
+// plan's weights. Runners may keep data derived from it between runs.
+bool readOnlyWhileRunning(const Plan& p, int b);
+
 // One line per buffer (with its offset, size and lifetime once planned)
 // and per step.
 std::string printPlan(const Plan& p);

@@ -7,6 +7,14 @@
 //   transpose(transpose(x, p), q)                      -> transpose(x, p o q)
 //   squeeze, unsqueeze, flatten                        -> reshape (one form)
 //   reshape(reshape(x))                                -> reshape(x)
+//   split(x) into n pieces                             -> n slices of x (data
+//                                                         movement that fuses
+//                                                         into its readers)
+//   matmul(a, transpose(w)) swapping w's two axes, w a
+//   parameter or constant (a weight, an LM head tied to
+//   its embedding)                                     -> matmul(a, w) with
+//                                                         transpose_b flipped:
+//                                                         no copy of the weight
 #include <functional>
 
 #include "ir/builder.h"
@@ -33,6 +41,7 @@ class Canonicalizer {
   // Applies the first matching rewrite to n; returns whether one applied.
   bool rewrite(Node* n) {
     const Op op = n->op().id;
+    if (op == Op::Split) return splitToSlices(n);
     Value* out = n->numResults() == 1 ? n->result() : nullptr;
     if (!out) return false;
     auto operand = [&](size_t i) { return n->operand(i); };
@@ -50,6 +59,7 @@ class Canonicalizer {
     if ((op == Op::Reshape || op == Op::Expand) && sameType(operand(0))) return forward(n, operand(0));
     if (op == Op::Concat && n->numOperands() == 1 && sameType(operand(0))) return forward(n, operand(0));
     if (op == Op::Transpose) return rewriteTranspose(n);
+    if (op == Op::Matmul) return foldWeightTranspose(n);
     if (op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Flatten) return replaceWithReshape(n, operand(0));
     if (op == Op::Reshape && producedBy(operand(0), Op::Reshape))
       return replaceWithReshape(n, operand(0)->producer()->operand(0));
@@ -105,6 +115,62 @@ class Canonicalizer {
     std::vector<int64_t> composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[static_cast<size_t>(q[i])];
     return replaceWithNode(n, "transpose", inner->operand(0), {{"perm", Attribute(composed)}});
+  }
+
+  bool splitToSlices(Node* n) {
+    int64_t axis = n->attr("axis").asInt();
+    const std::vector<int64_t>& sizes = n->attr("sizes").asInts();
+    if (sizes.size() != n->numResults()) return false;
+    std::vector<Node*> slices;
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      auto built = buildNode(g_, Op::Slice, {n->operand(0)},
+                             {{"starts", Attribute(std::vector<int64_t>{start})},
+                              {"ends", Attribute(std::vector<int64_t>{start + sizes[i]})},
+                              {"axes", Attribute(std::vector<int64_t>{axis})},
+                              {"steps", Attribute(std::vector<int64_t>{1})}},
+                             n);
+      start += sizes[i];
+      if (!built || !((*built)->result()->type() == n->result(i)->type())) {
+        if (built) g_.eraseNode(*built);
+        for (Node* s : slices) g_.eraseNode(s);
+        return false;
+      }
+      slices.push_back(*built);
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+      slices[i]->copyProvenance(*n);
+      slices[i]->result()->setName(n->result(i)->name());
+      g_.replaceAllUsesWith(n->result(i), slices[i]->result());
+    }
+    g_.eraseNode(n);
+    return true;
+  }
+
+  // B of a matmul read through a transpose of its last two axes: BLAS and
+  // the packed GEMMs read a transposed B as it lies. Only for parameters and
+  // constants, which would otherwise be copied on every run (activations
+  // stay: OpenBLAS ran a batched attention product slower transposed).
+  bool foldWeightTranspose(Node* n) {
+    Node* t = n->operand(1)->producer();
+    if (!t || !t->is(Op::Transpose)) return false;
+    const Value* w = t->operand(0);
+    bool weight = w->kind() == Value::Kind::Param || (w->producer() && w->producer()->is(Op::Constant));
+    if (!weight || w->type().rank() != 2) return false;
+    auto perm = ops::resolvePermutation(t->attr("perm").asInts(), w->type());
+    if (!perm || *perm != std::vector<int64_t>{1, 0}) return false;
+    AttrMap attrs = n->attrs();
+    attrs["transpose_b"] = Attribute(!n->attr("transpose_b").asBool());
+    auto built = buildNode(g_, Op::Matmul, {n->operand(0), t->operand(0)}, std::move(attrs), n);
+    if (!built || !((*built)->result()->type() == n->result()->type())) {
+      if (built) g_.eraseNode(*built);
+      return false;
+    }
+    (*built)->copyProvenance(*n);
+    (*built)->result()->setName(n->result()->name());
+    g_.replaceAllUsesWith(n->result(), (*built)->result());
+    g_.eraseNode(n);
+    return true;
   }
 
   Graph& g_;

@@ -52,6 +52,7 @@ class CpuRunner : public PlanRunner {
   Status runKernel(int kernel, const std::vector<int>& buffers);
   Status runGemm(size_t index);
   Status runPackedGemm(size_t index, KernelFn fn);
+  const Tensor* unchangedTensor(int b) const;
   Status runConv(const ConvSpec& c, KernelFn direct);
   Status runReference(const Step& s);
   std::byte* at(int buffer) const { return ptr_[static_cast<size_t>(buffer)]; }

@@ -226,11 +226,11 @@ def main():
     models = load_manifest(out)
     if args.models:
         models = {n: models[n] for n in args.models.split(",")}
-    ncpu = len(os.sched_getaffinity(0))
+    allowed = sorted(os.sched_getaffinity(0))  # before any pinning
     all_results = {}
     print(f"load average at start: {os.getloadavg()}")
     for t in [int(x) for x in args.threads.split(",")]:
-        cpus = sorted(os.sched_getaffinity(0))[-t:] if t <= ncpu else sorted(os.sched_getaffinity(0))
+        cpus = allowed[-t:]
         print(f"== {t} thread(s) on CPUs {cpus}", flush=True)
         results = bench_threads(args, models, out, t, cpus)
         all_results[str(t)] = results

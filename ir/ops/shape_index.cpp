@@ -146,16 +146,23 @@ Tensors referenceGather(const OpCall& c, Inputs in, Outputs out) {
     if (v < -size || v >= size)
       return Error(str("index ", v, " at position ", i, " is out of range for axis ", axis, " of size ", size));
   }
-  auto ri = static_cast<int64_t>(indices.shape().size());
+  // out = [pre, j, post]: for each of the `outer` prefixes and each index j,
+  // one contiguous block of `inner` elements copied bit for bit.
+  const Shape& ds = data.shape();
+  int64_t outer = numElements(Shape(ds.begin(), ds.begin() + axis));
+  int64_t inner = numElements(Shape(ds.begin() + axis + 1, ds.end()));
+  const size_t element = dtypeSize(data.dtype());
+  const size_t block = static_cast<size_t>(inner) * element;
+  const int64_t count = indices.numElements();
   Tensor y(out[0]);
-  ops::forEachIndex(out[0].shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    std::vector<int64_t> at(idx.begin() + axis, idx.begin() + axis + ri);
-    int64_t v = ops::readIndex(indices, ops::flatOffset(at, indices.shape()));
-    std::vector<int64_t> src(idx.begin(), idx.begin() + axis);
-    src.push_back(v < 0 ? v + size : v);
-    src.insert(src.end(), idx.begin() + axis + ri, idx.end());
-    ops::copyElement(data, ops::flatOffset(src, data.shape()), y, flat);
-  });
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t v = ops::readIndex(indices, j);
+      if (v < 0) v += size;
+      if (block == 0) continue;
+      std::memcpy(y.data() + static_cast<size_t>(o * count + j) * block,
+                  data.data() + static_cast<size_t>(o * size + v) * block, block);
+    }
   return std::vector<Tensor>{std::move(y)};
 }
 
