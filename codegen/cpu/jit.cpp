@@ -3,6 +3,7 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/Error.h>
@@ -46,7 +47,15 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target, const 
   KF_RETURN_IF_ERROR(checkRunsHere(subtarget));
   auto tm = machineBuilder(target).createTargetMachine();
   if (!tm) return fromLLVM(tm.takeError(), "cannot create the host target machine");
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(machineBuilder(target)).create();
+  // Objects are linked by JITLink: LLVM 14's default for ELF, RuntimeDyld,
+  // left the GOT entries of some objects' calls to libm unwritten (the call
+  // jumped to address 0; seen under qemu, with one object per function).
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(machineBuilder(target))
+                 .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
+                   return std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
+                 })
+                 .create();
   if (!jit) return fromLLVM(jit.takeError(), "cannot create the LLVM JIT");
   // Kernels call libm and, after some optimisations, libc (memset).
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
