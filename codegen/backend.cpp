@@ -8,7 +8,9 @@
 #include "ir/support/strings.h"
 #include "passes/layout_cost.h"
 #include "passes/pass_registry.h"
+#include "runtime/cpu_conv.h"
 #include "runtime/cpu_runner.h"
+#include "runtime/threads.h"
 #include "exec/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
@@ -175,7 +177,9 @@ Expected<std::string> kernelIR(const Plan& plan, std::string_view cpu) {
     DType dt = plan.buffers[static_cast<size_t>(step.conv().y)].type.dtype;
     out += str("conv step ", s, " (", step.name, "): ",
                cpu::directConvFits(step.conv(), dt, tiling) ? cpu::describeDirectConv(step.conv(), tiling)
-                                                          : std::string("im2col + GEMM"),
+                                                          : step.conv().direction == ConvDirection::Forward
+                                                                ? std::string("im2col + GEMM")
+                                                                : str("im2col + GEMM, ", convDirectionName(step.conv().direction)),
                "\n");
   }
 #endif
@@ -212,12 +216,13 @@ Expected<ConvWorkspacePolicy> cpuConvWorkspace(std::string_view cpu) {
 #endif
 }
 
-Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan) {
+Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan, int threads) {
   DeviceBytes d;
 #if KFUSE_HAS_LLVM_JIT
   d.packedWeights = packedBytes(plan, packedGemmSteps(plan));
 #endif
-  d.total = plan.deviceBytes() + d.packedWeights;
+  for (uint64_t slot : convScratchSlots(plan, threads > 0 ? threads : availableCpus())) d.convScratch += alignedBytes(slot);
+  d.total = plan.deviceBytes() + d.packedWeights + d.convScratch;
   return d;
 }
 
@@ -232,7 +237,8 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   if (target == "cpu") {
     KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(o.cpu));
     auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
-    return Backend{"cpu", o.cpu, fused, kernel::checkGroup, source, cpuDeviceBytes, std::move(convWorkspace)};
+    auto deviceBytes = [threads = o.threads](const Plan& plan) { return cpuDeviceBytes(plan, threads); };
+    return Backend{"cpu", o.cpu, fused, kernel::checkGroup, source, deviceBytes, std::move(convWorkspace)};
   }
 #if KFUSE_HAS_CUDA
   if (target == "cuda")

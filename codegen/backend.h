@@ -25,6 +25,9 @@ struct BackendOptions {
   bool fuse = true;
   std::string layout = "auto";
   std::string cpu;
+  // cpu: the threads a runner splits steps over (0: one per CPU this
+  // process may run on), for what its device allocates (deviceBytes).
+  int threads = 0;
 };
 
 struct Backend {
@@ -40,8 +43,8 @@ struct Backend {
   std::function<Expected<std::string>(const Plan&)> kernelSource;
   // What the target's device allocates to run a plan, when it is more than
   // the plan's two regions (cuda: scratch and cuBLASLt workspace, from the
-  // emitted program, no GPU needed; cpu: packed GEMM weights). Empty: the
-  // regions alone.
+  // emitted program, no GPU needed; cpu: packed GEMM weights, and im2col
+  // patch matrices for threads beyond the first). Empty: the regions alone.
   std::function<Expected<DeviceBytes>(const Plan&)> deviceBytes;
   // Which convolutions need an im2col workspace in this target's plans.
   ConvWorkspacePolicy convWorkspace;
@@ -50,9 +53,11 @@ struct Backend {
   PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace}; }
 };
 
-// What the cpu target allocates to run `plan`: the two regions and, with
-// LLVM, a packed copy of each packed GEMM's B.
-Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan);
+// What the cpu target allocates to run `plan` on `threads` threads (0: one
+// per CPU this process may run on): the two regions, with LLVM a packed
+// copy of each packed GEMM's B, and the im2col convolutions' patch
+// matrices for their second and later ranges of work (runtime/cpu_conv.h).
+Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan, int threads = 0);
 
 // The cpu target's policy for CPU `cpu` (as BackendOptions::cpu): a
 // workspace for the convolutions that get no generated direct convolution

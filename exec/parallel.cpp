@@ -27,12 +27,17 @@ Work packedGemmWork(const GemmSpec& g) {
   return w;
 }
 
-Work directConvWork(const ConvSpec& c) {
-  Work w;
-  w.units = c.n * c.groups * c.oh;
-  w.cost = 2.0 * static_cast<double>(c.n) * static_cast<double>(c.o) * static_cast<double>(c.oh * c.ow) *
-           static_cast<double>(c.c / std::max<int64_t>(c.groups, 1) * c.kh * c.kw);
-  return w;
+namespace {
+double convFlops(const ConvSpec& c) {
+  return 2.0 * static_cast<double>(c.n) * static_cast<double>(c.o) * static_cast<double>(c.oh * c.ow) *
+         static_cast<double>(c.c / std::max<int64_t>(c.groups, 1) * c.kh * c.kw);
+}
+}  // namespace
+
+Work directConvWork(const ConvSpec& c) { return Work{c.n * c.groups * c.oh, 1, convFlops(c)}; }
+
+Work im2colConvWork(const ConvSpec& c) {
+  return Work{c.direction == ConvDirection::GradWeight ? c.groups : c.n, 1, convFlops(c)};
 }
 
 std::vector<std::pair<int64_t, int64_t>> chunksOf(const Work& w, int threads) {

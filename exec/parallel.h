@@ -12,6 +12,9 @@
 //     (its tiling's) that start in its range, each with its epilogue, so any
 //     ranges that cover the rows once cover every block once;
 //   - a direct convolution: output rows, (image, group, row) row-major.
+// The runner splits the steps it runs through libraries the same way: an
+// im2col convolution by images (by groups backward to the weights, where
+// every image adds into the same filters; runtime/cpu_conv.h).
 // Each unit is computed by the same code whatever the range around it, so
 // results do not depend on the thread count: a chunk of a one-dim kernel
 // starts on a multiple of kUnitAlignment, which keeps every element in the
@@ -45,6 +48,7 @@ struct Work {
 Work kernelWork(const kernel::Kernel& k);
 Work packedGemmWork(const GemmSpec& g);
 Work directConvWork(const ConvSpec& c);
+Work im2colConvWork(const ConvSpec& c);
 
 // Below this cost a function runs on one thread: waking the others costs
 // more than the work (a few microseconds).

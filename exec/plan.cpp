@@ -7,6 +7,15 @@
 
 namespace kfuse {
 
+std::string_view convDirectionName(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::Forward: return "forward";
+    case ConvDirection::GradInput: return "grad_input";
+    case ConvDirection::GradWeight: return "grad_weight";
+  }
+  return "?";
+}
+
 int Plan::storageOf(int b) const {
   while (buffers[static_cast<size_t>(b)].kind == BufferKind::Alias) b = buffers[static_cast<size_t>(b)].aliasOf;
   return b;
@@ -39,7 +48,7 @@ std::vector<int> stepWrites(const Plan& p, const Step& s) {
   std::vector<int> out;
   if (s.kind() == StepKind::Gemm) out.push_back(s.gemm().c);
   if (s.kind() == StepKind::Conv)
-    for (int b : {s.conv().y, s.conv().workspace})
+    for (int b : {s.conv().result(), s.conv().workspace})
       if (b >= 0) out.push_back(b);
   if (s.kind() == StepKind::Reference)
     out.insert(out.end(), s.reference().outputs.begin(), s.reference().outputs.end());
@@ -113,7 +122,9 @@ std::string printPlan(const Plan& p) {
       }
       case StepKind::Conv: {
         const ConvSpec& c = s.conv();
-        os << "conv2d b" << c.y << " = b" << c.x << " * b" << c.w << (c.bias >= 0 ? str(" + b", c.bias) : std::string())
+        auto [a, b] = c.operands();
+        os << (c.direction == ConvDirection::Forward ? std::string("conv2d") : str("conv2d ", convDirectionName(c.direction)))
+           << " b" << c.result() << " = b" << a << " * b" << b << (c.bias >= 0 ? str(" + b", c.bias) : std::string())
            << " [" << c.n << "x" << c.c << "x" << c.h << "x" << c.wd << " -> " << c.o << " channels, " << c.kh << "x"
            << c.kw << " kernel, groups " << c.groups << (c.channelsLast ? ", nhwc" : "") << "]";
         if (!s.kernels.empty())

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -75,10 +77,21 @@ struct GemmSpec {
   std::vector<int64_t> aBatchStrides, bBatchStrides, cBatchStrides;
 };
 
+// Which of a convolution's three tensors a Conv step computes from the
+// other two: y = conv2d(x, w) (+ bias) forward; backward, dx from (dy, w)
+// (conv2d_grad_input) or dw from (dy, x) (conv2d_grad_weight). The buffers
+// keep their forward roles (ConvSpec::y is dy in both gradients), so one
+// geometry describes all three.
+enum class ConvDirection : uint8_t { Forward, GradInput, GradWeight };
+std::string_view convDirectionName(ConvDirection d);  // "forward", "grad_input", "grad_weight"
+
 // conv2d as GEMMs: each image's patches (im2col) times the filter, per group;
 // geometry in logical NCHW / OIHW terms, the layouts say the memory order.
+// Backward: dw accumulates dy times the patches over images; dx is the
+// filter's transpose times dy, scattered back over the patches (col2im).
 struct ConvSpec {
   int x = -1, w = -1, bias = -1, y = -1;
+  ConvDirection direction = ConvDirection::Forward;
   int64_t n = 0, c = 0, h = 0, wd = 0;  // input
   int64_t o = 0, kh = 0, kw = 0;        // filter
   int64_t oh = 0, ow = 0, groups = 1;
@@ -88,6 +101,13 @@ struct ConvSpec {
   // A Temp of taps x pixels elements (f64 for f64 convolutions, else f32)
   // holding one image-group's patch matrix; -1: none.
   int workspace = -1;
+
+  // The buffer the step writes (y, x or w by direction), and the two it
+  // reads besides the bias.
+  int result() const { return direction == ConvDirection::Forward ? y : direction == ConvDirection::GradInput ? x : w; }
+  std::pair<int, int> operands() const {
+    return direction == ConvDirection::Forward ? std::pair{x, w} : direction == ConvDirection::GradInput ? std::pair{y, w} : std::pair{y, x};
+  }
 };
 
 // What a step launches, one alternative per kind: a bundle of generated

@@ -1,5 +1,7 @@
 #include "runtime/cpu_conv.h"
 
+#include "exec/parallel.h"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -8,16 +10,21 @@
 namespace kfuse {
 namespace {
 
-// c = a * b (+ c when `accumulate`: c holds the bias already).
-void gemm(const Blas& blas, bool transB, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-          float* c, int ldc, bool accumulate) {
-  blas.sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
-             accumulate ? 1.0f : 0.0f, c, ldc);
+// c = op(a) * op(b) (+ c when `accumulate`), row-major.
+struct GemmArgs {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  bool accumulate = false;
+};
+void gemm(const Blas& blas, const GemmArgs& g, const float* a, const float* b, float* c) {
+  blas.sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans, g.transB ? CblasTrans : CblasNoTrans,
+             static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a, static_cast<int>(g.lda), b,
+             static_cast<int>(g.ldb), g.accumulate ? 1.0f : 0.0f, c, static_cast<int>(g.ldc));
 }
-void gemm(const Blas& blas, bool transB, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-          double* c, int ldc, bool accumulate) {
-  blas.dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb,
-             accumulate ? 1.0 : 0.0, c, ldc);
+void gemm(const Blas& blas, const GemmArgs& g, const double* a, const double* b, double* c) {
+  blas.dgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans, g.transB ? CblasTrans : CblasNoTrans,
+             static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), 1.0, a, static_cast<int>(g.lda), b,
+             static_cast<int>(g.ldb), g.accumulate ? 1.0 : 0.0, c, static_cast<int>(g.ldc));
 }
 
 // Short contiguous copies (9 to ~100 values, tens of thousands per
@@ -207,52 +214,166 @@ struct Conv {
       }
   }
 
-  void run(const T* x, const T* w, const T* bias, T* y, T* col) const {
-    if (bias) fillBias(bias, y);
-    for (int64_t n = 0; n < c.n; ++n)
-      for (int64_t g = 0; g < c.groups; ++g) {
-        im2col(x, n, g, col);
-        const T* wg = w + g * og * taps;  // the group's filters: og rows of `taps`
-        if (c.channelsLast) {
-          // y[n, p, g*og + o] = sum_t col[p, t] * w[o, t]
-          T* yg = y + n * pixels * c.o + g * og;
-          gemm(blas, true, static_cast<int>(pixels), static_cast<int>(og), static_cast<int>(taps), col,
-               static_cast<int>(taps), wg, static_cast<int>(taps), yg, static_cast<int>(c.o), bias != nullptr);
-        } else {
-          // y[n, g*og + o, p] = sum_t w[o, t] * col[t, p]
-          T* yg = y + (n * c.o + g * og) * pixels;
-          gemm(blas, false, static_cast<int>(og), static_cast<int>(pixels), static_cast<int>(taps), wg,
-               static_cast<int>(taps), col, static_cast<int>(pixels), yg, static_cast<int>(pixels), bias != nullptr);
+  // A 1x1 filter at stride 1 without padding reads every input pixel once,
+  // in place: the image is its own patch matrix (no copy, no scatter).
+  bool patchesAreImage() const {
+    return c.kh == 1 && c.kw == 1 && c.strideH == 1 && c.strideW == 1 && c.padTop == 0 && c.padLeft == 0 &&
+           c.oh == c.h && c.ow == c.wd;
+  }
+  // The patch matrix of image n, group g in an image (patchesAreImage), and
+  // its leading dimension: NCHW [cg, pixels] rows of a plane, NHWC
+  // [pixels, cg] rows of c.c channels.
+  template <typename P>
+  P* imagePatches(P* x, int64_t n, int64_t g) const {
+    return c.channelsLast ? x + n * pixels * c.c + g * cg : x + (n * c.c + g * cg) * pixels;
+  }
+  int64_t patchLd(bool inImage) const {
+    if (c.channelsLast) return inImage ? c.c : taps;
+    return pixels;
+  }
+
+  // NCHW: y[n, g*og + o, p] = sum_t w[o, t] * col[t, p];
+  // NHWC: y[n, p, g*og + o] = sum_t col[p, t] * w[o, t].
+  void forward(const T* x, const T* w, const T* bias, T* y, T* col, int64_t n) const {
+    if (bias) fillBias(bias, y, n);
+    const bool inImage = patchesAreImage();
+    for (int64_t g = 0; g < c.groups; ++g) {
+      const T* patches = inImage ? imagePatches(x, n, g) : col;
+      if (!inImage) im2col(x, n, g, col);
+      const T* wg = w + g * og * taps;  // the group's filters: og rows of `taps`
+      if (c.channelsLast)
+        gemm(blas, {false, true, pixels, og, taps, patchLd(inImage), taps, c.o, bias != nullptr}, patches, wg,
+             y + n * pixels * c.o + g * og);
+      else
+        gemm(blas, {false, false, og, pixels, taps, taps, pixels, pixels, bias != nullptr}, wg, patches,
+             y + (n * c.o + g * og) * pixels);
+    }
+  }
+
+  // dx of image n: the patches' gradient, w's transpose times dy (NCHW:
+  // col[t, p] = sum_o w[o, t] * dy[n, g*og + o, p]; NHWC: col[p, t] =
+  // sum_o dy[n, p, g*og + o] * w[o, t]), scattered back where the patches
+  // were read (col2im), or written straight into dx when they are the image.
+  void gradInput(const T* dy, const T* w, T* dx, T* col, int64_t n) const {
+    const bool inImage = patchesAreImage();
+    if (!inImage) std::fill(dx + n * c.c * c.h * c.wd, dx + (n + 1) * c.c * c.h * c.wd, T(0));
+    for (int64_t g = 0; g < c.groups; ++g) {
+      T* patches = inImage ? imagePatches(dx, n, g) : col;
+      const T* wg = w + g * og * taps;
+      if (c.channelsLast)
+        gemm(blas, {false, false, pixels, taps, og, c.o, taps, patchLd(inImage), false}, dy + n * pixels * c.o + g * og,
+             wg, patches);
+      else
+        gemm(blas, {true, false, taps, pixels, og, taps, pixels, pixels, false}, wg, dy + (n * c.o + g * og) * pixels,
+             patches);
+      if (!inImage) col2im(col, n, g, dx);
+    }
+  }
+
+  // dw of group g, summed over images in order: NCHW dw[o, t] += sum_p
+  // dy[n, g*og + o, p] * col[t, p]; NHWC dw[o, t] += sum_p dy[n, p, g*og + o]
+  // * col[p, t].
+  void gradWeight(const T* dy, const T* x, T* dw, T* col, int64_t g) const {
+    const bool inImage = patchesAreImage();
+    T* wg = dw + g * og * taps;
+    for (int64_t n = 0; n < c.n; ++n) {
+      const T* patches = inImage ? imagePatches(x, n, g) : col;
+      if (!inImage) im2col(x, n, g, col);
+      if (c.channelsLast)
+        gemm(blas, {true, false, og, taps, pixels, c.o, patchLd(inImage), taps, n > 0}, dy + n * pixels * c.o + g * og,
+             patches, wg);
+      else
+        gemm(blas, {false, true, og, taps, pixels, pixels, patchLd(inImage), taps, n > 0},
+             dy + (n * c.o + g * og) * pixels, patches, wg);
+    }
+    if (c.n == 0) std::fill(wg, wg + og * taps, T(0));
+  }
+
+  // im2col's transpose: every patch entry added back into the input element
+  // it was read from (entries read from padding are dropped).
+  void col2im(const T* col, int64_t n, int64_t g, T* dx) const {
+    if (c.channelsLast) return col2imPixels(col, n, g, dx);
+    for (int64_t ch = 0; ch < cg; ++ch) {
+      T* plane = dx + (n * c.c + g * cg + ch) * c.h * c.wd;
+      for (int64_t ky = 0; ky < c.kh; ++ky)
+        for (int64_t kx = 0; kx < c.kw; ++kx) {
+          const T* src = col + row(ch, ky, kx) * pixels;
+          int64_t off = kx * c.dilW - c.padLeft;
+          auto [lo, hi] = validColumns(off);
+          for (int64_t oy = 0; oy < c.oh; ++oy, src += c.ow) {
+            int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+            if (iy < 0 || iy >= c.h) continue;
+            T* dst = plane + iy * c.wd + off;
+            if (c.strideW == 1)
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += src[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox * c.strideW] += src[ox];
+          }
+        }
+    }
+  }
+
+  void col2imPixels(const T* col, int64_t n, int64_t g, T* dx) const {
+    for (int64_t oy = 0; oy < c.oh; ++oy)
+      for (int64_t ox = 0; ox < c.ow; ++ox) {
+        const T* src = col + (oy * c.ow + ox) * taps;
+        for (int64_t ky = 0; ky < c.kh; ++ky) {
+          int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+          if (iy < 0 || iy >= c.h) continue;
+          for (int64_t kx = 0; kx < c.kw; ++kx) {
+            int64_t ix = ox * c.strideW - c.padLeft + kx * c.dilW;
+            if (ix < 0 || ix >= c.wd) continue;
+            T* dst = dx + ((n * c.h + iy) * c.wd + ix) * c.c + g * cg;
+            for (int64_t ch = 0; ch < cg; ++ch) dst[ch] += src[row(ch, ky, kx)];
+          }
         }
       }
   }
 
-  // The output starts as the bias, written in memory order (NHWC rows of
-  // c.o channels, NCHW planes), and the GEMMs accumulate onto it: no second
+  void run(const ConvBuffers& b, T* col, int64_t begin, int64_t end) const {
+    auto p = [](std::byte* q) { return reinterpret_cast<T*>(q); };
+    for (int64_t u = begin; u < end; ++u) switch (c.direction) {
+        case ConvDirection::Forward: forward(p(b.x), p(b.w), p(b.bias), p(b.y), col, u); break;
+        case ConvDirection::GradInput: gradInput(p(b.y), p(b.w), p(b.x), col, u); break;
+        case ConvDirection::GradWeight: gradWeight(p(b.y), p(b.x), p(b.w), col, u); break;
+      }
+  }
+
+  // Image n's output starts as the bias, written in memory order (NHWC rows
+  // of c.o channels, NCHW planes), and the GEMMs accumulate onto it: no second
   // pass over the output (adding it after, along channels, was a fifth of a
   // small CNN's inference in NHWC).
-  void fillBias(const T* bias, T* y) const {
+  void fillBias(const T* bias, T* y, int64_t n) const {
     if (c.channelsLast) {
-      for (int64_t r = 0; r < c.n * pixels; ++r, y += c.o) copySpan(bias, y, c.o);
+      y += n * pixels * c.o;
+      for (int64_t r = 0; r < pixels; ++r, y += c.o) copySpan(bias, y, c.o);
       return;
     }
-    for (int64_t n = 0; n < c.n; ++n)
-      for (int64_t o = 0; o < c.o; ++o, y += pixels) fillWith(y, pixels, bias[o]);
+    y += n * c.o * pixels;
+    for (int64_t o = 0; o < c.o; ++o, y += pixels) fillWith(y, pixels, bias[o]);
   }
 };
 
 }  // namespace
 
-void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w,
-               const std::byte* bias, std::byte* y, std::byte* workspace) {
+void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffers& buffers, std::byte* workspace,
+               int64_t begin, int64_t end) {
   if (dtype == DType::F32)
-    Conv<float>(c, blas).run(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(w),
-                       reinterpret_cast<const float*>(bias), reinterpret_cast<float*>(y),
-                       reinterpret_cast<float*>(workspace));
+    Conv<float>(c, blas).run(buffers, reinterpret_cast<float*>(workspace), begin, end);
   else
-    Conv<double>(c, blas).run(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(w),
-                        reinterpret_cast<const double*>(bias), reinterpret_cast<double*>(y),
-                        reinterpret_cast<double*>(workspace));
+    Conv<double>(c, blas).run(buffers, reinterpret_cast<double*>(workspace), begin, end);
+}
+
+std::vector<uint64_t> convScratchSlots(const Plan& plan, int threads) {
+  std::vector<uint64_t> slots;
+  for (const Step& s : plan.steps) {
+    if (s.kind() != StepKind::Conv || s.conv().workspace < 0) continue;
+    const size_t ranges = chunksOf(im2colConvWork(s.conv()), threads).size();
+    const uint64_t bytes = plan.buffers[static_cast<size_t>(s.conv().workspace)].type.byteSize();
+    if (slots.size() + 1 < ranges) slots.resize(ranges - 1, 0);
+    for (size_t i = 0; i + 1 < ranges; ++i) slots[i] = std::max(slots[i], bytes);
+  }
+  return slots;
 }
 
 }  // namespace kfuse

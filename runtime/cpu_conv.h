@@ -1,7 +1,10 @@
-// conv2d on the CPU as im2col + GEMM (BLAS), for a plan's Conv steps.
+// conv2d and its gradients on the CPU as im2col + GEMM (BLAS), for a plan's
+// Conv steps that are not generated direct convolutions.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "ir/dtype.h"
 #include "runtime/blas.h"
@@ -9,12 +12,28 @@
 
 namespace kfuse {
 
-// y = conv2d(x, w) (+ bias), for f32 or f64 storage; `x`, `w`, `bias` (may
-// be null) and `y` point to the buffers in the layouts the spec names.
-// `workspace` holds one image-group's patch matrix (the plan's workspace
-// buffer, c.c / c.groups * c.kh * c.kw * c.oh * c.ow elements of `dtype`):
+// A convolution's buffers in their forward roles (ConvSpec): x, w, bias (may
+// be null) and y, in the layouts the spec names; the spec's direction says
+// which one is written.
+struct ConvBuffers {
+  std::byte *x = nullptr, *w = nullptr, *bias = nullptr, *y = nullptr;
+};
+
+// Units [begin, end) of the convolution in c.direction (exec/parallel.h's
+// im2colConvWork: images forward and backward to the input, groups backward
+// to the weights; a unit's result does not depend on the others run with it), for f32 or f64
+// storage, as im2col + GEMM per image and group (col2im after the GEMM for
+// dx). `workspace` holds one image-group's patch matrix (c.c / c.groups *
+// c.kh * c.kw * c.oh * c.ow elements of `dtype`), used by this call alone:
 // the convolution allocates nothing itself.
-void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const std::byte* x, const std::byte* w,
-               const std::byte* bias, std::byte* y, std::byte* workspace);
+void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffers& buffers, std::byte* workspace,
+               int64_t begin, int64_t end);
+
+// The patch matrices a runner with `threads` threads holds beside the plan
+// for its im2col convolutions (the Conv steps with a workspace): one per
+// range of work after the first (which uses the plan's workspace), each as
+// large as the largest workspace split that many ways. Bytes per slot; the
+// runner allocates exactly these, and memory reports count them.
+std::vector<uint64_t> convScratchSlots(const Plan& plan, int threads);
 
 }  // namespace kfuse

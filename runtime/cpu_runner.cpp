@@ -1,5 +1,6 @@
 #include "runtime/cpu_runner.h"
 
+#include <cassert>
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -69,6 +70,11 @@ Status CpuRunner::allocate() {
     return Status::ok();
   };
   KF_RETURN_IF_ERROR(region(plan_->arenaBytes, arena_));
+  for (uint64_t bytes : convScratchSlots(*plan_, threads_)) {
+    std::byte* slot = nullptr;
+    KF_RETURN_IF_ERROR(region(alignedBytes(bytes), slot));
+    convScratch_.emplace_back(slot, std::free);
+  }
   KF_RETURN_IF_ERROR(region(plan_->residentBytes, resident_));
   const Plan& plan = *plan_;
   ptr_.assign(plan.buffers.size(), nullptr);
@@ -281,8 +287,9 @@ Status CpuRunner::runPackedGemm(size_t index, KernelFn fn) {
 
 Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
   DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
-  if (direct && dt != DType::F32 && !isHalf(dt))
-    return Error(str("a direct convolution was compiled for a convolution of ", dtypeName(dt), " (f32 only)"));
+  if (direct && (dt != DType::F32 && !isHalf(dt) || c.direction != ConvDirection::Forward))
+    return Error(str("a direct convolution was compiled for a ", convDirectionName(c.direction), " convolution of ",
+                     dtypeName(dt), " (forward, f32 only)"));
   const Blas* blas = nullptr;
   if (!direct) {
     if (c.workspace < 0)
@@ -295,10 +302,21 @@ Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
       void* args[] = {at(c.x), at(c.w), at(c.bias), at(c.y)};
       return runChunks(chunksOf(directConvWork(c), threads_), [&](int64_t begin, int64_t end) { direct(args, begin, end); });
     }
-    runConv2d(*blas, c, as, at(c.x), at(c.w), at(c.bias), at(c.y), at(c.workspace));
+    // The first range uses the plan's workspace, the others scratch of
+    // their own, kept between runs.
+    const ConvBuffers buffers{at(c.x), at(c.w), at(c.bias), at(c.y)};
+    const auto chunks = chunksOf(im2colConvWork(c), threads_);
+    assert(chunks.size() <= convScratch_.size() + 1 && "convScratchSlots counts every range");
+    runChunks(chunks, [&](int64_t begin, int64_t end) {
+      size_t i = 0;
+      while (chunks[i].first != begin) ++i;
+      std::byte* workspace = i == 0 ? at(c.workspace) : convScratch_[i - 1].get();
+      runConv2d(*blas, c, as, buffers, workspace, begin, end);
+    });
   };
+  auto [a, b] = c.operands();
   if (isHalf(dt)) {
-    widenedToF32(*plan_, ptr_, {c.x, c.w, c.bias}, c.y, [&](const Pointers& wide) { conv(DType::F32, wide); });
+    widenedToF32(*plan_, ptr_, {a, b, c.bias}, c.result(), [&](const Pointers& wide) { conv(DType::F32, wide); });
     return Status::ok();
   }
   if (dt != DType::F32 && dt != DType::F64)

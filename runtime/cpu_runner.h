@@ -68,6 +68,9 @@ class CpuRunner : public PlanRunner {
     std::shared_ptr<const Tensor> source;
   };
   std::vector<PackedB> packed_;
+  // Patch matrices for the im2col convolutions' second and later ranges
+  // of work (the first uses the plan's workspace): convScratchSlots.
+  std::vector<std::unique_ptr<std::byte, void (*)(void*)>> convScratch_;
   // Per step, from exec/packed_gemm.h's rule once (it scans every
   // step's writes): whether generated GEMM code may run it packed, and
   // whether that code runs the epilogue too.

@@ -188,6 +188,7 @@ void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, 
 }  // namespace
 
 bool directConvSupports(const ConvSpec& c) {
+  if (c.direction != ConvDirection::Forward) return false;  // backward: im2col + GEMM
   if (!directConvComputes(c.channelsLast, c.strideW) || c.groups < 1 || c.c % c.groups != 0 || c.o % c.groups != 0)
     return false;
   return c.n >= 1 && c.ow >= 1 && c.oh >= 1 && c.kh >= 1 && c.kw >= 1 && c.strideH >= 1;

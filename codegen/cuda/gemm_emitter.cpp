@@ -24,7 +24,9 @@ bool readOutsideStep(const Plan& plan, int buffer, size_t self) {
       for (int b : s.reference().inputs)
         if (same(b)) return true;
     if (s.kind() == StepKind::Gemm && (same(s.gemm().a) || same(s.gemm().b))) return true;
-    if (s.kind() == StepKind::Conv && (same(s.conv().x) || same(s.conv().w) || same(s.conv().bias))) return true;
+    if (s.kind() == StepKind::Conv &&
+        (same(s.conv().operands().first) || same(s.conv().operands().second) || same(s.conv().bias)))
+      return true;
   }
   return false;
 }
@@ -226,70 +228,181 @@ Expected<StepSource> emitGemmStep(const Plan& plan, size_t self, const StepEmitO
                     g.batch.empty() ? std::string() : str(" batch ", formatDims(g.batch))));
 }
 
+namespace {
+
+// Index expressions of a convolution's tensors in their memory order.
+struct ConvIndex {
+  const ConvSpec& c;
+  int64_t cpg() const { return c.c / c.groups; }
+  std::string x(const std::string& n, const std::string& ci, const std::string& iy, const std::string& ix) const {
+    return c.channelsLast ? str("((", n, " * ", c.h, " + ", iy, ") * ", c.wd, " + ", ix, ") * ", c.c, " + ", ci)
+                          : str("((", n, " * ", c.c, " + ", ci, ") * ", c.h, " + ", iy, ") * ", c.wd, " + ", ix);
+  }
+  std::string w(const std::string& o, const std::string& cc, const std::string& ky, const std::string& kx) const {
+    return c.filterLast ? str("((", o, " * ", c.kh, " + ", ky, ") * ", c.kw, " + ", kx, ") * ", cpg(), " + ", cc)
+                        : str("((", o, " * ", cpg(), " + ", cc, ") * ", c.kh, " + ", ky, ") * ", c.kw, " + ", kx);
+  }
+  std::string y(const std::string& n, const std::string& o, const std::string& oy, const std::string& ox) const {
+    return c.channelsLast ? str("((", n, " * ", c.oh, " + ", oy, ") * ", c.ow, " + ", ox, ") * ", c.o, " + ", o)
+                          : str("((", n, " * ", c.o, " + ", o, ") * ", c.oh, " + ", oy, ") * ", c.ow, " + ", ox);
+  }
+};
+
+// Splits flat index e into the named dims (outermost first) of the given
+// extents, declaring each; returns the names.
+std::vector<std::string> unflatten(CodeWriter& w, const std::vector<std::pair<std::string, int64_t>>& dims) {
+  std::string rest = "e";
+  for (size_t i = dims.size(); i-- > 1;) {
+    std::string q = str("q", i);
+    w.line("const kf_i64 ", dims[i].first, " = ", rest, " % ", dims[i].second, ", ", q, " = ", rest, " / ",
+           dims[i].second, ";");
+    rest = q;
+  }
+  w.line("const kf_i64 ", dims[0].first, " = ", rest, ";");
+  std::vector<std::string> names;
+  for (const auto& d : dims) names.push_back(d.first);
+  return names;
+}
+
+// The loops of one result element: the operands a (x, or dy backward) and
+// b (w, or x for dw) read through `loadA` / `loadB` ("kf_dt<0>::load(b3[" ...
+// "])" around an index), summed into `acc`.
+struct ConvLoops {
+  const ConvSpec& c;
+  CodeWriter& w;
+  std::string loadA, loadB;  // prefixes: "kf_dt<0>::load(b3["
+
+  std::string mul(const std::string& ia, const std::string& ib) const {
+    return str("acc += ", loadA, ia, "]) * ", loadB, ib, "]);");
+  }
+
+  // The result element's indices, from the flat index e.
+  std::vector<std::string> declareIndex() const {
+    ConvIndex ix{c};
+    switch (c.direction) {
+      case ConvDirection::Forward:
+        return c.channelsLast ? unflatten(w, {{"n", c.n}, {"oh", c.oh}, {"ow", c.ow}, {"o", c.o}})
+                              : unflatten(w, {{"n", c.n}, {"o", c.o}, {"oh", c.oh}, {"ow", c.ow}});
+      case ConvDirection::GradInput:
+        return c.channelsLast ? unflatten(w, {{"n", c.n}, {"iy", c.h}, {"ix", c.wd}, {"ci", c.c}})
+                              : unflatten(w, {{"n", c.n}, {"ci", c.c}, {"iy", c.h}, {"ix", c.wd}});
+      case ConvDirection::GradWeight:
+        return c.filterLast ? unflatten(w, {{"o", c.o}, {"ky", c.kh}, {"kx", c.kw}, {"cc", ix.cpg()}})
+                            : unflatten(w, {{"o", c.o}, {"cc", ix.cpg()}, {"ky", c.kh}, {"kx", c.kw}});
+    }
+    return {};
+  }
+
+  void sum() const {
+    switch (c.direction) {
+      case ConvDirection::Forward: return forward();
+      case ConvDirection::GradInput: return gradInput();
+      case ConvDirection::GradWeight: return gradWeight();
+    }
+  }
+
+  // y: the window of one output pixel over the group's input channels.
+  void forward() const {
+    ConvIndex ix{c};
+    w.line("const kf_i64 group = o / ", c.o / c.groups, ";");
+    Block ch(w, "for (kf_i64 cc = 0; cc < ", ix.cpg(), "; ++cc)");
+    w.line("const kf_i64 ci = group * ", ix.cpg(), " + cc;");
+    Block ky(w, "for (kf_i64 ky = 0; ky < ", c.kh, "; ++ky)");
+    w.line("const kf_i64 iy = oh * ", c.strideH, " - ", c.padTop, " + ky * ", c.dilH, ";");
+    w.line("if (iy < 0 || iy >= ", c.h, ") continue;");
+    Block kx(w, "for (kf_i64 kx = 0; kx < ", c.kw, "; ++kx)");
+    w.line("const kf_i64 ix = ow * ", c.strideW, " - ", c.padLeft, " + kx * ", c.dilW, ";");
+    w.line("if (ix < 0 || ix >= ", c.wd, ") continue;");
+    w.line(mul(ix.x("n", "ci", "iy", "ix"), ix.w("o", "cc", "ky", "kx")));
+  }
+
+  // dx: dy over the output pixels whose windows read this input element
+  // (the taps where the row and column minus the tap's offset fall on the
+  // stride), times the filter values they read it with.
+  void gradInput() const {
+    ConvIndex ix{c};
+    const int64_t opg = c.o / c.groups;
+    w.line("const kf_i64 group = ci / ", ix.cpg(), ", cc = ci % ", ix.cpg(), ";");
+    Block ky(w, "for (kf_i64 ky = 0; ky < ", c.kh, "; ++ky)");
+    w.line("const kf_i64 ty = iy + ", c.padTop, " - ky * ", c.dilH, ";");
+    w.line("if (ty < 0 || ty % ", c.strideH, " != 0 || ty / ", c.strideH, " >= ", c.oh, ") continue;");
+    w.line("const kf_i64 oh = ty / ", c.strideH, ";");
+    Block kx(w, "for (kf_i64 kx = 0; kx < ", c.kw, "; ++kx)");
+    w.line("const kf_i64 tx = ix + ", c.padLeft, " - kx * ", c.dilW, ";");
+    w.line("if (tx < 0 || tx % ", c.strideW, " != 0 || tx / ", c.strideW, " >= ", c.ow, ") continue;");
+    w.line("const kf_i64 ow = tx / ", c.strideW, ";");
+    Block oc(w, "for (kf_i64 oo = 0; oo < ", opg, "; ++oo)");
+    w.line("const kf_i64 o = group * ", opg, " + oo;");
+    w.line(mul(ix.y("n", "o", "oh", "ow"), ix.w("o", "cc", "ky", "kx")));
+  }
+
+  // dw: dy times the input this tap read, over every image and output pixel.
+  void gradWeight() const {
+    ConvIndex ix{c};
+    w.line("const kf_i64 ci = o / ", c.o / c.groups, " * ", ix.cpg(), " + cc;");
+    Block n(w, "for (kf_i64 n = 0; n < ", c.n, "; ++n)");
+    Block oh(w, "for (kf_i64 oh = 0; oh < ", c.oh, "; ++oh)");
+    w.line("const kf_i64 iy = oh * ", c.strideH, " - ", c.padTop, " + ky * ", c.dilH, ";");
+    w.line("if (iy < 0 || iy >= ", c.h, ") continue;");
+    Block ow(w, "for (kf_i64 ow = 0; ow < ", c.ow, "; ++ow)");
+    w.line("const kf_i64 ix = ow * ", c.strideW, " - ", c.padLeft, " + kx * ", c.dilW, ";");
+    w.line("if (ix < 0 || ix >= ", c.wd, ") continue;");
+    w.line(mul(ix.y("n", "o", "oh", "ow"), ix.x("n", "ci", "iy", "ix")));
+  }
+};
+
+}  // namespace
+
+// A direct convolution in any direction, one element of the result per
+// thread (grid-stride), with the step's epilogue.
 Expected<StepSource> emitConvStep(const Plan& plan, size_t self, const StepEmitOptions& opts) {
   const Step& step = plan.steps[self];
   const ConvSpec& c = step.conv();
   auto dtype = [&](int b) { return plan.buffers[static_cast<size_t>(b)].type.dtype; };
-  DType dx = dtype(c.x), dw = dtype(c.w), dy = dtype(c.y);
-  if (!isFloatStorage(dx) || !isFloatStorage(dw) || !isFloatStorage(dy) || (c.bias >= 0 && !isFloatStorage(dtype(c.bias))))
-    return Error(str("step ", step.name, ": no generated convolution for ", dtypeName(dx), " and ", dtypeName(dw)));
+  const auto [a, b] = c.operands();
+  const int result = c.result();
+  DType da = dtype(a), db = dtype(b), dr = dtype(result);
+  if (!isFloatStorage(da) || !isFloatStorage(db) || !isFloatStorage(dr) || (c.bias >= 0 && !isFloatStorage(dtype(c.bias))))
+    return Error(str("step ", step.name, ": no generated convolution for ", dtypeName(da), " and ", dtypeName(db)));
   if (c.groups <= 0 || c.c % c.groups != 0 || c.o % c.groups != 0)
     return Error(str("step ", step.name, ": ", c.groups, " groups do not divide the channels"));
-  DType acc = dx == DType::F64 ? DType::F64 : DType::F32;
+  if (c.bias >= 0 && c.direction != ConvDirection::Forward)
+    return Error(str("step ", step.name, ": a bias in a backward convolution"));
+  DType acc = dr == DType::F64 ? DType::F64 : DType::F32;
   const std::string t(computeCType(acc));
-  const int64_t total = c.n * c.o * c.oh * c.ow;
+  const Shape& resultShape = plan.buffers[static_cast<size_t>(result)].type.shape;
+  const int64_t total = numElements(resultShape);
   const int64_t grid = std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, opts.kernel.maxBlocks);
-  const int64_t cpg = c.c / c.groups, opg = c.o / c.groups;
-  const Shape& yShape = plan.buffers[static_cast<size_t>(c.y)].type.shape;
+  const int64_t cpg = c.c / c.groups;
 
   EntryParams params(plan);
-  std::string px = params.use(c.x, false), pw = params.use(c.w, false);
+  std::string pa = params.use(a, false), pb = params.use(b, false);
   std::string pbias = c.bias >= 0 ? params.use(c.bias, false) : "";
-  KF_ASSIGN_OR_RETURN(EpilogueCode e, prepareEpilogue(plan, step, self, c.y, yShape, acc, grid, params));
-  std::string py = e.storeProduct ? params.use(c.y, true) : "";
+  KF_ASSIGN_OR_RETURN(EpilogueCode e, prepareEpilogue(plan, step, self, result, resultShape, acc, grid, params));
+  std::string pr = e.storeProduct ? params.use(result, true) : "";
 
   CodeWriter w;
-  w.line("// direct convolution, one output element per thread: ", c.n, "x", c.c, "x", c.h, "x", c.wd, " (",
-         c.channelsLast ? "NHWC" : "NCHW", ") * ", c.o, "x", cpg, "x", c.kh, "x", c.kw, " (",
+  const std::string_view dir = c.direction == ConvDirection::Forward ? "" : convDirectionName(c.direction);
+  w.line("// direct convolution", dir.empty() ? "" : str(" ", dir), ", one result element per thread: ", c.n, "x", c.c,
+         "x", c.h, "x", c.wd, " (", c.channelsLast ? "NHWC" : "NCHW", ") * ", c.o, "x", cpg, "x", c.kh, "x", c.kw, " (",
          c.filterLast ? "OHWI" : "OIHW", "), ", c.groups, " group(s)");
+  std::vector<std::string> index;
   {
     Block loop(w, "for (kf_i64 e = (kf_i64)blockIdx.x * ", kThreads, " + threadIdx.x; e < ", total,
                "; e += (kf_i64)gridDim.x * ", kThreads, ")");
-    std::vector<std::string> index;
-    if (c.channelsLast) {
-      w.line("const kf_i64 o = e % ", c.o, ", q0 = e / ", c.o, ";");
-      w.line("const kf_i64 ow = q0 % ", c.ow, ", q1 = q0 / ", c.ow, ";");
-      w.line("const kf_i64 oh = q1 % ", c.oh, ", n = q1 / ", c.oh, ";");
-      index = {"n", "oh", "ow", "o"};
-    } else {
-      w.line("const kf_i64 ow = e % ", c.ow, ", q0 = e / ", c.ow, ";");
-      w.line("const kf_i64 oh = q0 % ", c.oh, ", q1 = q0 / ", c.oh, ";");
-      w.line("const kf_i64 o = q1 % ", c.o, ", n = q1 / ", c.o, ";");
-      index = {"n", "o", "oh", "ow"};
-    }
-    w.line("const kf_i64 group = o / ", opg, ";");
-    w.line(t, " acc = ", c.bias >= 0 ? str("kf_dt<", dtCode(dtype(c.bias)), ">::load(", pbias, "[o])") : str("(", t, ")0"),
-           ";");
+    ConvLoops loops{c, w, str("kf_dt<", dtCode(da), ">::load(", pa, "["), str("kf_dt<", dtCode(db), ">::load(", pb, "[")};
+    index = loops.declareIndex();
+    w.line(t, " acc = ",
+           c.bias >= 0 ? str("kf_dt<", dtCode(dtype(c.bias)), ">::load(", pbias, "[o])") : str("(", t, ")0"), ";");
     {
-      Block ch(w, "for (kf_i64 cc = 0; cc < ", cpg, "; ++cc)");
-      w.line("const kf_i64 ci = group * ", cpg, " + cc;");
-      Block ky(w, "for (kf_i64 ky = 0; ky < ", c.kh, "; ++ky)");
-      w.line("const kf_i64 iy = oh * ", c.strideH, " - ", c.padTop, " + ky * ", c.dilH, ";");
-      w.line("if (iy < 0 || iy >= ", c.h, ") continue;");
-      Block kx(w, "for (kf_i64 kx = 0; kx < ", c.kw, "; ++kx)");
-      w.line("const kf_i64 ix = ow * ", c.strideW, " - ", c.padLeft, " + kx * ", c.dilW, ";");
-      w.line("if (ix < 0 || ix >= ", c.wd, ") continue;");
-      std::string xoff = c.channelsLast ? str("((n * ", c.h, " + iy) * ", c.wd, " + ix) * ", c.c, " + ci")
-                                        : str("((n * ", c.c, " + ci) * ", c.h, " + iy) * ", c.wd, " + ix");
-      std::string woff = c.filterLast ? str("((o * ", c.kh, " + ky) * ", c.kw, " + kx) * ", cpg, " + cc")
-                                      : str("((o * ", cpg, " + cc) * ", c.kh, " + ky) * ", c.kw, " + kx");
-      w.line("acc += kf_dt<", dtCode(dx), ">::load(", px, "[", xoff, "]) * kf_dt<", dtCode(dw), ">::load(", pw, "[", woff,
-             "]);");
+      Block body(w, "");
+      loops.sum();
     }
-    emitSink(w, e, str(py, "[e] = kf_dt<", dtCode(dy), ">::store(acc);"), index, "acc");
+    emitSink(w, e, str(pr, "[e] = kf_dt<", dtCode(dr), ">::store(acc);"), index, "acc");
   }
-  return finish(plan, step, e, params, indented(w), grid, 0,
-                str("conv2d ", c.n, "x", c.c, "x", c.h, "x", c.wd, " * ", c.o, "x", cpg, "x", c.kh, "x", c.kw));
+  std::string what = str("conv2d", dir.empty() ? "" : str(" ", dir), " ", c.n, "x", c.c, "x", c.h, "x", c.wd, " * ", c.o,
+                         "x", cpg, "x", c.kh, "x", c.kw);
+  return finish(plan, step, e, params, indented(w), grid, 0, what);
 }
 
 }  // namespace kfuse::cuda

@@ -414,8 +414,6 @@ Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name) {
   for (const auto& n : body.nodeList()) {
     if (!isGemm(*n)) continue;
     if (g.gemm) return Error(str("group @", name, " holds more than one GEMM-like op"));
-    if (!n->is(Op::Matmul) && !n->is(Op::Conv2d))
-      return Error(str("group @", name, ": '", n->opName(), "' takes no fused epilogue"));
     for (const Value* v : n->operands())
       if (v->producer())
         return Error("GEMM-like consumer takes no prologue");

@@ -32,7 +32,7 @@ struct BufferRef {
 // independent part of the rest (horizontal fusion: every parameter's
 // optimizer update in one launch).
 struct LoweredGroup {
-  const Node* gemm = nullptr;   // a node of the body: matmul or conv2d
+  const Node* gemm = nullptr;   // a node of the body: matmul or a convolution (forward or backward)
   int gemmResult = -1;          // body result the GEMM's output is, if exported
   std::vector<Kernel> kernels;
   std::vector<std::vector<BufferRef>> buffers;  // per kernel, per kernel buffer

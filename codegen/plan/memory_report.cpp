@@ -89,6 +89,7 @@ void addDeviceBytes(MemoryReport& r, const DeviceBytes& d) {
   r.deviceScratch = d.scratch;
   r.libraryWorkspace = d.libraryWorkspace;
   r.packedWeights = d.packedWeights;
+  r.threadScratch = d.convScratch;
   r.predictedPeak = d.total;
 }
 

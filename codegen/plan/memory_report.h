@@ -38,8 +38,10 @@ struct MemoryReport {
   // scratch of multi-block kernels, cuBLASLt's workspace; 0 on cpu).
   uint64_t deviceScratch = 0;
   uint64_t libraryWorkspace = 0;
-  // cpu: the copies of B that packed GEMMs read (exec/packed_gemm.h).
+  // cpu: the copies of B that packed GEMMs read (exec/packed_gemm.h), and
+  // the im2col patch matrices of threads beyond the first (cpu_conv.h).
   uint64_t packedWeights = 0;
+  uint64_t threadScratch = 0;
   // Every allocation a device makes: each resident buffer aligned, plus the
   // arena, plus the device's own (addDeviceBytes).
   uint64_t predictedPeak = 0;
@@ -60,6 +62,7 @@ struct DeviceBytes {
   uint64_t libraryWorkspace = 0;
   uint64_t total = 0;
   uint64_t packedWeights = 0;
+  uint64_t convScratch = 0;
 };
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d);
 

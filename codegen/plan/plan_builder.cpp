@@ -124,7 +124,7 @@ class PlanBuilder {
       std::vector<const Value*> args(n.operands().begin(), n.operands().end());
       return lowerGroupNode(n, *n.body(), n.body()->name(), args);
     }
-    if (n.is(Op::Matmul) || n.is(Op::Conv2d)) {
+    if (n.op().fusion == FusionClass::GemmLike) {
       Step s;
       s.name = uniqueName(std::string(n.opName()));
       std::vector<int> operands;
@@ -213,15 +213,17 @@ class PlanBuilder {
     if (storage.kind == BufferKind::Temp) storage.gradient = true;
   }
 
-  // A matmul or conv2d step writing `out`.
+  // A matmul or convolution (forward or backward) step writing `out`.
   Status libraryCall(const Node& n, const std::vector<int>& operands, int out, Step& s) {
-    if (n.is(Op::Conv2d)) {
+    if (!n.is(Op::Matmul)) {
       KF_ASSIGN_OR_RETURN(s.body, convSpec(n, operands, out));
       // One image-group's patch matrix at a time (runtime/cpu_conv.h),
       // computed in f32 for every dtype but f64, unless the target's
       // convolution reads none (PlanOptions::convWorkspace).
       const ConvSpec& c = s.conv();
       if (opts_.convWorkspace && !opts_.convWorkspace(c, n.result()->type().dtype)) return Status::ok();
+      // Backward, the same patch matrix: dw multiplies dy by it; dx is
+      // gathered into it from dy and scattered back (col2im).
       int64_t taps = c.c / c.groups * c.kh * c.kw, pixels = c.oh * c.ow;
       DType dt = n.result()->type().dtype == DType::F64 ? DType::F64 : DType::F32;
       PlanBuffer ws = buffer(s.name + ".workspace", TensorType(dt, {taps, pixels}), BufferKind::Temp);
@@ -233,15 +235,26 @@ class PlanBuilder {
     return Status::ok();
   }
 
+  // The geometry in the forward's terms: the image x, filter w and result
+  // y are the operands and result in the direction the op computes.
   static Expected<ConvSpec> convSpec(const Node& n, const std::vector<int>& operands, int out) {
-    KF_ASSIGN_OR_RETURN(ops::Image x, ops::imageOfType(n.operand(0)->type(), "operand 0"));
-    KF_ASSIGN_OR_RETURN(ops::Filter w, ops::filterOfType(n.operand(1)->type(), "operand 1"));
-    const Shape& ys = n.result()->type().shape;
     ConvSpec c;
-    c.x = operands[0];
-    c.w = operands[1];
-    c.bias = operands.size() > 2 ? operands[2] : -1;
-    c.y = out;
+    const TensorType *xt = nullptr, *wt = nullptr, *yt = nullptr;
+    if (n.is(Op::Conv2d)) {
+      c = {.x = operands[0], .w = operands[1], .bias = operands.size() > 2 ? operands[2] : -1, .y = out};
+      xt = &n.operand(0)->type(), wt = &n.operand(1)->type(), yt = &n.result()->type();
+    } else if (n.is(Op::Conv2dGradInput)) {
+      c = {.x = out, .w = operands[1], .y = operands[0], .direction = ConvDirection::GradInput};
+      xt = &n.result()->type(), wt = &n.operand(1)->type(), yt = &n.operand(0)->type();
+    } else if (n.is(Op::Conv2dGradWeight)) {
+      c = {.x = operands[1], .w = out, .y = operands[0], .direction = ConvDirection::GradWeight};
+      xt = &n.operand(1)->type(), wt = &n.result()->type(), yt = &n.operand(0)->type();
+    } else {
+      return Error(str("'", n.opName(), "' is not a convolution"));
+    }
+    KF_ASSIGN_OR_RETURN(ops::Image x, ops::imageOfType(*xt, "the image"));
+    KF_ASSIGN_OR_RETURN(ops::Filter w, ops::filterOfType(*wt, "the filter"));
+    const Shape& ys = yt->shape;
     c.n = x.n;
     c.c = x.c;
     c.h = x.h;

@@ -36,6 +36,7 @@ constexpr int64_t kMaxConvDim = int64_t{1} << 24;
 
 constexpr std::array<std::string_view, 5> kBufferKinds = {"input", "param", "constant", "temp", "alias"};
 constexpr std::array<std::string_view, 4> kStepKinds = {"kernels", "gemm", "conv", "reference"};
+constexpr std::array<std::string_view, 3> kConvDirections = {"forward", "grad_input", "grad_weight"};
 
 // ---- steps
 
@@ -59,6 +60,7 @@ ojson writeConv(const ConvSpec& c) {
                {"w", c.w},
                {"bias", c.bias},
                {"y", c.y},
+               {"direction", nameOf(c.direction, kConvDirections)},
                {"workspace", c.workspace},
                {"n", c.n},
                {"c", c.c},
@@ -340,6 +342,9 @@ class PlanReader {
       c.w = bufferAt(o, "w");
       c.bias = bufferAt(o, "bias", true);
       c.y = bufferAt(o, "y");
+      // Absent in package format 2, whose convolutions all ran forward.
+      if (o.contains("direction"))
+        c.direction = enumNamed<ConvDirection>(stringAt(o, "direction"), kConvDirections, "convolution direction");
       // The CPU convolution keeps its patches there (runtime/cpu_conv.h);
       // -1 where the target needs none (direct convolutions, cuda).
       c.workspace = bufferAt(o, "workspace", true);

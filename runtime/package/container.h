@@ -24,8 +24,10 @@ namespace kfuse::package {
 
 // The format this build writes, the newest it reads, and the oldest: format
 // 2 changed the ABI of a cpu package's compiled functions (they take a range
-// of work units, exec/parallel.h), so format 1's code cannot be called.
-inline constexpr uint32_t kFormatVersion = 2;
+// of work units, exec/parallel.h), so format 1's code cannot be called;
+// format 3 added convolution steps that run backward (a plan's conv steps
+// name their direction), which format 2's readers would run forward.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr size_t kMaxSectionName = 32;
 

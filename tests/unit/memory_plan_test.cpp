@@ -234,10 +234,11 @@ std::set<std::string> trainableOf(const Module& m) {
 }
 
 // The report `kfuse memory` prints for the cpu target: the plan's regions
-// and what the cpu device adds (packed GEMM weights).
-MemoryReport cpuReport(const Plan& plan, const std::set<std::string>& trainable) {
+// and what the cpu device adds (packed GEMM weights, other threads' im2col
+// patch matrices).
+MemoryReport cpuReport(const Plan& plan, const std::set<std::string>& trainable, int threads = 0) {
   MemoryReport r = memoryReport(plan, trainable);
-  auto d = cpuDeviceBytes(plan);
+  auto d = cpuDeviceBytes(plan, threads);
   EXPECT_TRUE(d) << d.error().message();
   if (d) addDeviceBytes(r, *d);
   return r;
@@ -245,7 +246,7 @@ MemoryReport cpuReport(const Plan& plan, const std::set<std::string>& trainable)
 
 // Runs two steps and checks that the runner's allocations are the report's
 // predicted peak, exactly; returns the losses.
-std::vector<double> stepTwiceCheckingMemory(Trainer& t, const Tensor& x, const Tensor& y) {
+std::vector<double> stepTwiceCheckingMemory(Trainer& t, const Tensor& x, const Tensor& y, int threads = 0) {
   std::vector<double> losses;
   for (int i = 0; i < 2; ++i) {
     auto loss = t.step({x}, y, 0.01);
@@ -254,7 +255,7 @@ std::vector<double> stepTwiceCheckingMemory(Trainer& t, const Tensor& x, const T
   }
   const Plan* plan = t.trainPlan();
   EXPECT_NE(plan, nullptr);
-  MemoryReport r = cpuReport(*plan, trainableOf(t.module()));
+  MemoryReport r = cpuReport(*plan, trainableOf(t.module()), threads);
   EXPECT_EQ(t.deviceBytesAllocated(), r.predictedPeak);
   EXPECT_GT(r.predictedPeak, 0u);
   EXPECT_GE(r.arena, r.lowerBound);
@@ -305,9 +306,16 @@ TEST(MemoryReport, CnnTrainingAndInferencePeakIsWhatTheRunnerAllocates) {
   // Which convolutions run directly depends on the CPU's vectors: named,
   // so that the expectation is the same on every machine.
   const std::string cpu = "x86-64-v2";
-  auto t = makeTrainer(model, in, {.inplace = true, .poison = true, .cpu = cpu});
-  auto losses = stepTwiceCheckingMemory(*t, ramp(in, 1.0), labels(4, 4));
+  // Backward, im2col convolutions split by images (dx) and groups (dw):
+  // with 3 threads the runner holds two more patch matrices, counted too.
+  auto split = makeTrainer(model, in, {.inplace = true, .poison = true, .cpu = cpu, .threads = 3});
+  auto splitLosses = stepTwiceCheckingMemory(*split, ramp(in, 1.0), labels(4, 4), 3);
+  EXPECT_GT(cpuReport(*split->trainPlan(), trainableOf(split->module()), 3).threadScratch, 0u);
+  auto t = makeTrainer(model, in, {.inplace = true, .poison = true, .cpu = cpu, .threads = 1});
+  auto losses = stepTwiceCheckingMemory(*t, ramp(in, 1.0), labels(4, 4), 1);
   EXPECT_TRUE(std::isfinite(losses[1]));
+  EXPECT_EQ(losses, splitLosses);  // results do not depend on the thread count
+  EXPECT_EQ(cpuReport(*t->trainPlan(), trainableOf(t->module()), 1).threadScratch, 0u);
   MemoryReport r = memoryReport(*t->trainPlan(), trainableOf(t->module()));
   // conv1: 3*3*3 taps x 144 pixels, conv2: 8*3*3 x 144, f32, for each
   // convolution the CPU runs as im2col + GEMM; those it runs as direct
@@ -331,13 +339,13 @@ TEST(MemoryReport, CnnTrainingAndInferencePeakIsWhatTheRunnerAllocates) {
   // Inference (evaluation mode): the forward's own runner.
   auto out = t->eval({ramp(in, 1.0)});
   ASSERT_TRUE(out) << out.error().message();
-  auto exec = createExecutor("cpu", {.inplace = true, .poison = true, .cpu = cpu});
+  auto exec = createExecutor("cpu", {.inplace = true, .poison = true, .cpu = cpu, .threads = 3});
   ASSERT_TRUE(exec);
   auto again = (*exec)->run(t->forward(), {ramp(in, 1.0)});
   ASSERT_TRUE(again) << again.error().message();
   const Plan* fwd = (*exec)->planFor(t->forward());
   ASSERT_NE(fwd, nullptr);
-  EXPECT_EQ((*exec)->deviceBytesAllocated(), cpuReport(*fwd, trainableOf(t->module())).predictedPeak);
+  EXPECT_EQ((*exec)->deviceBytesAllocated(), cpuReport(*fwd, trainableOf(t->module()), 3).predictedPeak);
   EXPECT_EQ(test::compareTensors(again->outputs[0], (*out)[0], 0, 0), "");
 }
 

@@ -17,6 +17,7 @@ namespace {
 struct MemoryArgs : PlanModelArgs {
   std::vector<int64_t> batches;  // empty: the model's own batch size
   bool listInPlace = false;
+  int threads = 0;
 };
 
 struct Row {
@@ -38,6 +39,7 @@ constexpr Row kRows[] = {
     {"device_scratch", "device scratch (cuda)", &MemoryReport::deviceScratch},
     {"library_workspace", "library workspace (cuBLASLt)", &MemoryReport::libraryWorkspace},
     {"packed_weights", "packed GEMM weights (cpu)", &MemoryReport::packedWeights},
+    {"thread_scratch", "im2col of other threads (cpu)", &MemoryReport::threadScratch},
     {"no_reuse", "no-reuse total (arena buffers)", &MemoryReport::noReuse},
     {"lower_bound", "lower bound (most alive at once)", &MemoryReport::lowerBound},
     {"arena", "arena", &MemoryReport::arena},
@@ -66,9 +68,11 @@ bool scales(const std::vector<MemoryReport>& rs, uint64_t MemoryReport::*f) {
   return false;
 }
 
-// Rows only a target with its own device allocations fills (cuda).
+// Rows only some targets and plans fill (cuda; cpu im2col convolutions
+// split across threads), shown where they are not 0.
 bool deviceOnly(const Row& row) {
-  return row.field == &MemoryReport::deviceScratch || row.field == &MemoryReport::libraryWorkspace;
+  return row.field == &MemoryReport::deviceScratch || row.field == &MemoryReport::libraryWorkspace ||
+         row.field == &MemoryReport::threadScratch;
 }
 
 void printTable(const MemoryArgs& a, const std::vector<int64_t>& batches, const std::vector<MemoryReport>& rs) {
@@ -117,7 +121,7 @@ int runMemory(const MemoryArgs& a) {
     if (b <= 0) return reportError("memory", Error(str("--batch sizes must be positive, got ", b)));
   // 0: the model as written.
   std::vector<int64_t> batches = a.batches.empty() ? std::vector<int64_t>{0} : a.batches;
-  auto backend = backendFor(a.target, {.layout = a.layout, .cpu = a.cpu});
+  auto backend = backendFor(a.target, {.layout = a.layout, .cpu = a.cpu, .threads = a.threads});
   if (!backend) return reportError("memory", backend.error());
   std::vector<MemoryReport> reports;
   for (int64_t b : batches) {
@@ -155,6 +159,7 @@ Action addMemoryCommand(CLI::App& app) {
   addPlanModelOptions(cmd, *a, "is measured");
   cmd->add_option("--batch", a->batches, "Batch sizes, e.g. 1,8,64,256 (default: the model's own)")->delimiter(',');
   cmd->add_flag("--list-inplace", a->listInPlace, "List every output written over an input");
+  addThreadsFlag(cmd, a->threads);
   return [a] { return runMemory(*a); };
 }
 
