@@ -258,14 +258,15 @@ void registerBatchNormTrain(OpRegistry& r) {
 
 // ---- layer norm gradient
 //
-// layer_norm_grad(dy, x[, scale]) recomputes each row's mean and variance
-// from x: the forward does not return them, and the backward reads every
-// row of x anyway (for xhat). Per row of D elements, with xhat = (x - mean) * rstd and g = dy * scale (dy
-// without a scale):
+// layer_norm_grad(dy, x[, scale]) is dx alone, and recomputes each row's
+// mean and variance from x: the forward does not return them, and the
+// backward reads every row of x anyway (for xhat). Per row of D elements,
+// with xhat = (x - mean) * rstd and g = dy * scale (dy without a scale):
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
-// and, with a scale, dscale = sum over rows of dy * xhat and dbias = sum
-// over rows of dy (the bias gradient is a result even when the forward had
-// no bias: it costs one sum and keeps the op's results fixed by its operands).
+// one row at a time, so it is a row kernel like the forward. The scale's
+// and bias's gradients sum over rows instead (dscale = sum of dy * xhat,
+// dbias = sum of dy): the gradient rule builds them from reduce_sum, which
+// iterates the other way (passes/gradients/norm.cpp).
 
 // x seen as `rows` rows of the `inner` elements that layer_norm normalises together.
 struct LayerRows {
@@ -288,7 +289,7 @@ Expected<std::vector<TensorType>> inferLayerNormGrad(const OpCall& c) {
   if (c.inputs.size() < 3) return one(x);
   TensorType inner(x.dtype, Shape(x.shape.begin() + axis, x.shape.end()));
   KF_RETURN_IF_ERROR(ops::requireType(c, 2, "scale", inner));
-  return std::vector<TensorType>{x, inner, inner};
+  return one(x);
 }
 
 // One row's statistics, computed as the forward does (two passes).
@@ -308,7 +309,6 @@ Expected<std::vector<Tensor>> layerNormGradReference(const OpCall& c, std::span<
   const Tensor &dy = *in[0], &x = *in[1];
   const Tensor* scale = in.size() > 2 ? in[2] : nullptr;
   KF_ASSIGN_OR_RETURN(LayerRows lr, layerRows(c, x.type()));
-  std::vector<double> dscale(static_cast<size_t>(lr.inner), 0.0), dbias(dscale.size(), 0.0);
   Tensor dx(out[0]);
   for (int64_t row = 0; row < lr.rows; ++row) {
     int64_t base = row * lr.inner;
@@ -319,31 +319,49 @@ Expected<std::vector<Tensor>> layerNormGradReference(const OpCall& c, std::span<
     for (int64_t j = 0; j < lr.inner; ++j) {
       meanG += g(j) / static_cast<double>(lr.inner);
       meanGx += g(j) * xhat(j) / static_cast<double>(lr.inner);
-      dscale[static_cast<size_t>(j)] += dy.at(base + j) * xhat(j);
-      dbias[static_cast<size_t>(j)] += dy.at(base + j);
     }
     for (int64_t j = 0; j < lr.inner; ++j) dx.set(base + j, st.rstd * (g(j) - meanG - xhat(j) * meanGx));
   }
-  std::vector<Tensor> res;
-  res.push_back(std::move(dx));
-  if (scale) {
-    res.push_back(Tensor::fromDoubles(out[1], dscale));
-    res.push_back(Tensor::fromDoubles(out[2], dbias));
-  }
-  return res;
+  return std::vector<Tensor>{std::move(dx)};
 }
 
 void registerLayerNormGrad(OpRegistry& r) {
   OpDef d;
   d.name = "layer_norm_grad";
-  d.summary = "layer_norm backward from (dy, x[, scale]), mean and variance recomputed from x; results dx, and "
-              "with a scale also (dscale, dbias)";
+  d.summary = "layer_norm backward to x from (dy, x[, scale]), mean and variance recomputed from x";
   d.minInputs = 2;
   d.maxInputs = 3;
   d.attrs = {{"axis", AttrKind::Int, Attribute(-1)}, epsilonAttr()};
   d.fusion = FusionClass::Reduction;
   d.infer = inferLayerNormGrad;
   d.reference = layerNormGradReference;
+  d.rowSpec = [](const OpCall& c) -> Expected<RowSpec> {
+    const TensorType& x = c.inputs[1];
+    KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(x.rank())));
+    RowSpec s;
+    std::vector<int64_t> inner;
+    for (int64_t d = axis; d < static_cast<int64_t>(x.rank()); ++d) inner.push_back(d);
+    s.reduceAxes = inner;
+    s.operandAxes = {everyAxis(x.rank()), everyAxis(x.rank())};
+    if (c.inputs.size() > 2) s.operandAxes.push_back(inner);
+    s.resultAxes = {everyAxis(x.rank())};
+    s.resultScopes = {RowScope::Element};
+    return s;
+  };
+  d.row = [](RowBuilder& b, const OpCall& c, std::span<const Scalar> in) -> std::vector<Scalar> {
+    const TensorType& x = c.inputs[1];
+    int64_t axis = *normalizeAxis(c.getInt("axis"), static_cast<int64_t>(x.rank()));
+    double n = static_cast<double>(numElements(Shape(x.shape.begin() + axis, x.shape.end())));
+    const Scalar &dy = in[0], &xv = in[1];
+    Scalar mean = b.reduce(RowCombiner::Sum, xv) / n;
+    Scalar var = b.reduce(RowCombiner::Sum, (xv - mean) * (xv - mean)) / n;
+    Scalar rstd = 1.0 / sqrt(var + c.getFloat("epsilon"));
+    Scalar xhat = (xv - mean) * rstd;
+    Scalar g = in.size() > 2 ? dy * in[2] : dy;
+    Scalar meanG = b.reduce(RowCombiner::Sum, g) / n;
+    Scalar meanGx = b.reduce(RowCombiner::Sum, g * xhat) / n;
+    return {rstd * (g - meanG - xhat * meanGx)};
+  };
   r.add(std::move(d));
 }
 

@@ -80,13 +80,24 @@ std::vector<Value*> batchNormTrainGrad(GradBuilder& b, const Node& n, std::span<
   return grads;
 }
 
+// dx by layer_norm_grad (a row kernel); dscale and dbias sum over the rows
+// (the axes before `axis`), of dy * xhat and dy, with xhat the forward
+// recomputed without its scale and bias.
 std::vector<Value*> layerNormGrad(GradBuilder& b, const Node& n, std::span<Value* const> dys) {
-  std::vector<Value*> operands = {dys[0], n.operand(0)};
+  Value* x = n.operand(0);
+  AttrMap attrs{{"axis", n.attr("axis")}, {"epsilon", n.attr("epsilon")}};
+  std::vector<Value*> operands = {dys[0], x};
   if (n.numOperands() > 1) operands.push_back(n.operand(1));
-  std::vector<Value*> r =
-      b.ops(Op::LayerNormGrad, operands, {{"axis", n.attr("axis")}, {"epsilon", n.attr("epsilon")}});
   std::vector<Value*> grads(n.numOperands(), nullptr);
-  for (size_t i = 0; i < grads.size() && i < r.size(); ++i) grads[i] = r[i];
+  grads[0] = b.op(Op::LayerNormGrad, operands, attrs);
+  if (n.numOperands() < 2) return grads;
+  const int64_t axis = *normalizeAxis(n.attr("axis").asInt(), static_cast<int64_t>(x->type().rank()));
+  std::vector<int64_t> rows;
+  for (int64_t a = 0; a < axis; ++a) rows.push_back(a);
+  auto sumRows = [&](Value* v) { return rows.empty() ? v : b.op(Op::ReduceSum, {v}, {{"axes", Attribute(rows)}}); };
+  Value* xhat = b.op(Op::LayerNorm, {x}, attrs);
+  grads[1] = sumRows(b.op(Op::Mul, {dys[0], xhat}));
+  if (n.numOperands() > 2) grads[2] = sumRows(dys[0]);
   return grads;
 }
 

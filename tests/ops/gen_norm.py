@@ -250,10 +250,10 @@ bn_train_grad_case("batch_norm_train_grad_f64", (3, 2, 4, 3), eps=1e-3, dtype=np
 
 
 # ----------------------------------------------------------- layer_norm_grad
-# layer_norm_grad(dy, x[, scale]) -> dx[, dscale, dbias]: torch.autograd's
-# gradients of F.layer_norm in float64 (with a scale, torch is given a bias
-# too, whose gradient is dbias).
-def ln_grad_case(name, x, axis, with_scale, eps=None):
+# layer_norm_grad(dy, x[, scale]) -> dx: torch.autograd's gradient of
+# F.layer_norm in float64 (the scale's and bias's gradients are reduce_sums
+# the gradient rule builds, checked by the gradient checks).
+def ln_grad_case(name, x, axis, with_scale, eps=None, tol=None):
     normalized = x.shape[axis:] if axis is not None else x.shape[-1:]
     ins = {"dy": r.standard_normal(x.shape).astype(x.dtype), "x": x}
     xt = f64(x).requires_grad_()
@@ -264,13 +264,13 @@ def ln_grad_case(name, x, axis, with_scale, eps=None):
         bt = f64(r.standard_normal(normalized)).requires_grad_()
     y = F.layer_norm(xt, tuple(normalized), wt, bt, eps=eps if eps is not None else 1e-5)
     y.backward(f64(ins["dy"]))
-    outs = [cast(xt.grad, x)] + ([cast(wt.grad, x), cast(bt.grad, x)] if with_scale else [])
+    outs = [cast(xt.grad, x)]
     attrs = {}
     if axis is not None:
         attrs["axis"] = axis
     if eps is not None:
         attrs["epsilon"] = eps
-    tol = 1e-12 if x.dtype == np.float64 else 1e-5
+    tol = tol or (1e-12 if x.dtype == np.float64 else 1e-5)
     f.op(name, "layer_norm_grad", ins, outs, attrs=attrs or None, atol=tol, rtol=tol)
 
 
@@ -281,5 +281,7 @@ ln_grad_case("layer_norm_grad_last2_no_scale", x3, 1, False, eps=1e-3)
 ln_grad_case("layer_norm_grad_all_axes", x3, 0, True)
 ln_grad_case("layer_norm_grad_eps", x3, None, True, eps=0.25)
 ln_grad_case("layer_norm_grad_rank1", x3[0, 0].copy(), None, True)
-ln_grad_case("layer_norm_grad_constant_rows", np.full((3, 4), 2.5, np.float32), None, True)  # variance 0
+# Variance 0: rstd = 1/sqrt(eps) ~ 316 multiplies f32 rounding of the
+# difference it scales (measured 7e-5 in the cpu kernel's f32).
+ln_grad_case("layer_norm_grad_constant_rows", np.full((3, 4), 2.5, np.float32), None, True, tol=5e-4)
 ln_grad_case("layer_norm_grad_f64", x3.astype(np.float64), -2, True)
