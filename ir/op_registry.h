@@ -103,6 +103,20 @@ struct LayoutSpec {
   std::vector<std::string> imageShapeAttrs;
 };
 
+// A block of an op's result that is a block of one operand, or one value
+// throughout. Data-movement ops whose results are such blocks, but not an
+// affine map of one operand (constant pad, concat), describe them so that
+// code generators copy block by block: the blocks are disjoint and cover
+// the result, so each element is written once.
+struct Piece {
+  int operand = -1;  // -1: every element is `fill`
+  double fill = 0;
+  Shape extent;                       // the block's shape
+  std::vector<int64_t> resultStart;   // its first element in the result
+  std::vector<int64_t> operandStart;  // and in the operand (operand >= 0)
+};
+using PiecesFn = std::function<Expected<std::vector<Piece>>(const OpCall&, const TensorType& result)>;
+
 struct OpDef {
   std::string name;
   Op id{};  // its handle (ir/op.h), set on registration from the name
@@ -120,6 +134,9 @@ struct OpDef {
   RowFn row;
   // For injective ops: operand 0's index as an affine map of the result's.
   AffineFn affine;
+  // For injective ops without one: the result as blocks (Piece). Such a
+  // node is its own launch of one copy per block; it fuses with nothing.
+  PiecesFn pieces;
   // (Gradient rules are the compiler's: passes/gradients/rules.h.)
   // The op carries a body graph (fused): inference and the reference read it.
   bool hasBody = false;

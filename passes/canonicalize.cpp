@@ -10,12 +10,19 @@
 //   split(x) into n pieces                             -> n slices of x (data
 //                                                         movement that fuses
 //                                                         into its readers)
+//   gather(x, constant indices i..i+k-1 ascending,
+//   or one constant index, a scalar)                   -> slice of x (reshaped
+//                                                         for a scalar index):
+//                                                         a class token, the
+//                                                         positions embedding
+//   gather_grad of such indices                        -> pad of dy with zeros
 //   matmul(a, transpose(w)) swapping w's two axes, w a
 //   parameter or constant (a weight, an LM head tied to
 //   its embedding)                                     -> matmul(a, w) with
 //                                                         transpose_b flipped:
 //                                                         no copy of the weight
 #include <functional>
+#include <optional>
 
 #include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
@@ -60,6 +67,7 @@ class Canonicalizer {
     if (op == Op::Concat && n->numOperands() == 1 && sameType(operand(0))) return forward(n, operand(0));
     if (op == Op::Transpose) return rewriteTranspose(n);
     if (op == Op::Matmul) return foldWeightTranspose(n);
+    if (op == Op::Gather || op == Op::GatherGrad) return gatherOfRun(n);
     if (op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Flatten) return replaceWithReshape(n, operand(0));
     if (op == Op::Reshape && producedBy(operand(0), Op::Reshape))
       return replaceWithReshape(n, operand(0)->producer()->operand(0));
@@ -145,6 +153,55 @@ class Canonicalizer {
     }
     g_.eraseNode(n);
     return true;
+  }
+
+  // The first index of the ascending run of consecutive in-range indices
+  // that `v` holds (a constant of rank 0 or 1), negatives counted from the
+  // end of an axis of `size`.
+  static std::optional<int64_t> runStart(const Value* v, int64_t size) {
+    const Node* p = v->producer();
+    if (!p || !p->is(Op::Constant) || v->type().rank() > 1) return std::nullopt;
+    const Tensor& t = p->attr("value").asTensor();
+    if (t.numElements() == 0) return std::nullopt;
+    auto at = [&](int64_t i) { return t.at(i) < 0 ? static_cast<int64_t>(t.at(i)) + size : static_cast<int64_t>(t.at(i)); };
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      if (at(i) != at(0) + i || at(i) < 0 || at(i) >= size) return std::nullopt;
+    return at(0);
+  }
+
+  // gather reading a run of rows is a slice (a strided view that fuses into
+  // its readers); its gradient puts dy back into that run, zeros around it.
+  bool gatherOfRun(Node* n) {
+    const bool grad = n->is(Op::GatherGrad);
+    const Value* indices = n->operand(1);
+    const TensorType& x = grad ? n->result()->type() : n->operand(0)->type();
+    auto axis = normalizeAxis(n->attr("axis").asInt(), static_cast<int64_t>(x.rank()));
+    if (!axis || x.layout != Layout::Plain) return false;
+    const size_t a = static_cast<size_t>(*axis);
+    auto start = runStart(indices, x.shape[a]);
+    if (!start) return false;
+    const int64_t count = std::max<int64_t>(indices->type().numElements(), 1);
+    Shape run = x.shape;  // the run as x's axes (an extent-1 axis for a scalar index)
+    run[a] = count;
+    if (!grad) {
+      auto slice = buildNode(g_, Op::Slice, {n->operand(0)},
+                             {{"starts", Attribute(std::vector<int64_t>{*start})},
+                              {"ends", Attribute(std::vector<int64_t>{*start + count})},
+                              {"axes", Attribute(std::vector<int64_t>{*axis})},
+                              {"steps", Attribute(std::vector<int64_t>{1})}},
+                             n);
+      if (!slice) return false;
+      (*slice)->copyProvenance(*n);
+      return replaceWithReshape(n, (*slice)->result()) || (g_.eraseNode(*slice), false);
+    }
+    auto shaped = buildNode(g_, Op::Reshape, {n->operand(0)}, {{"shape", Attribute(run)}}, n);
+    if (!shaped) return false;
+    std::vector<int64_t> pads(2 * x.rank(), 0);
+    pads[a] = *start;
+    pads[a + x.rank()] = x.shape[a] - *start - count;
+    (*shaped)->copyProvenance(*n);
+    return replaceWithNode(n, "pad", (*shaped)->result(), {{"pads", Attribute(pads)}}) ||
+           (g_.eraseNode(*shaped), false);
   }
 
   // B of a matmul read through a transpose of its last two axes: BLAS and

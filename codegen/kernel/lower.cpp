@@ -343,6 +343,58 @@ Scalar RowBuilderImpl::global(RowCombiner c, const Scalar& value) { return l_.ad
 
 std::string notKernelizable(const Node& n) { return kernelFormIssue(n); }
 
+namespace {
+
+// Row-major element strides of `shape`.
+std::vector<int64_t> stridesOf(const Shape& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+// The map of a block starting at `start` in a buffer of `shape`, iterated
+// over the block's own index space.
+IndexMap blockMap(const Shape& shape, const std::vector<int64_t>& start) {
+  IndexMap m;
+  m.strides = stridesOf(shape);
+  for (size_t d = 0; d < shape.size(); ++d) m.base += start[d] * m.strides[d];
+  return m;
+}
+
+}  // namespace
+
+Expected<LoweredGroup> lowerPieces(const Node& n, const std::string& name) {
+  if (!n.op().pieces) return Error(str("'", n.opName(), "' is not made of blocks"));
+  std::vector<TensorType> types;
+  for (const Value* v : n.operands()) types.push_back(v->type());
+  const TensorType& out = n.result()->type();
+  KF_ASSIGN_OR_RETURN(std::vector<Piece> pieces, n.op().pieces(OpCall{n.op(), n.attrs(), types, &n, nullptr}, out));
+  LoweredGroup g;
+  for (const Piece& p : pieces) {
+    if (numElements(p.extent) == 0) continue;
+    Kernel k;
+    k.name = str(name, "_", g.kernels.size());
+    k.outer = p.extent;
+    std::vector<BufferRef> refs;
+    Scalar value = Scalar::constant(p.fill, computeType(out.dtype));
+    if (p.operand >= 0) {
+      const TensorType& in = types[static_cast<size_t>(p.operand)];
+      k.buffers.push_back({"in0", in, false});
+      k.loads.push_back({0, blockMap(in.shape, p.operandStart)});
+      refs.push_back({BufferRef::Kind::Argument, static_cast<size_t>(p.operand)});
+      value = Scalar::input(0, in.dtype);
+    }
+    k.buffers.push_back({"out0", out, true});
+    refs.push_back({BufferRef::Kind::Result, 0});
+    k.stores.push_back({static_cast<int>(k.buffers.size()) - 1, blockMap(out.shape, p.resultStart), StoreScope::Element,
+                        value.node()});
+    KF_RETURN_IF_ERROR(verifyKernel(k));
+    g.kernels.push_back(std::move(k));
+    g.buffers.push_back(std::move(refs));
+  }
+  return g;
+}
+
 Expected<Kernel> lowerToKernel(const Graph& body, const std::string& name) { return Lowering(body, name).run(); }
 
 namespace {

@@ -40,6 +40,11 @@ struct LoweredGroup {
 
 Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name);
 
+// A node whose op describes its result as blocks (OpDef::pieces: constant
+// pad, concat) as one launch of one copy or fill kernel per block, in
+// order; its operands are the arguments, its result result 0.
+Expected<LoweredGroup> lowerPieces(const Node& n, const std::string& name);
+
 // "" if `body` can be one launch (lowerGroup succeeds), else why not.
 std::string checkGroup(const Graph& body);
 

@@ -138,6 +138,13 @@ class PlanBuilder {
       std::unique_ptr<Graph> body = singleNodeBody(n, args);
       return lowerGroupNode(n, *body, std::string(n.opName()), args);
     }
+    if (n.op().pieces) {  // copied block by block, where its attributes allow
+      std::string name = uniqueName(std::string(n.opName()));
+      if (auto pieces = kernel::lowerPieces(n, name)) {
+        std::vector<const Value*> args(n.operands().begin(), n.operands().end());
+        return emitGroup(n, std::move(*pieces), name, args, nullptr);
+      }
+    }
     return reference(n);
   }
 
@@ -158,6 +165,14 @@ class PlanBuilder {
                         const std::vector<const Value*>& args) {
     std::string kernelName = uniqueName(name);
     KF_ASSIGN_OR_RETURN(kernel::LoweredGroup lowered, kernel::lowerGroup(body, kernelName));
+    return emitGroup(n, std::move(lowered), kernelName, args, &body);
+  }
+
+  // One step for a lowered group: its GEMM (if any) and its kernels, with
+  // the node's operands and results as the kernels' buffers. `body`: the
+  // group's body, for the gradients its optimizer updates read.
+  Status emitGroup(const Node& n, kernel::LoweredGroup lowered, const std::string& kernelName,
+                   const std::vector<const Value*>& args, const Graph* body) {
     std::vector<int> results;
     for (size_t i = 0; i < n.numResults(); ++i) results.push_back(temp(n.result(i)));
     Step s;
@@ -168,8 +183,8 @@ class PlanBuilder {
                                         : add(buffer(kernelName + ".gemm", lowered.gemm->result()->type(), BufferKind::Temp));
       std::vector<int> operands;
       for (const Value* v : lowered.gemm->operands())
-        for (size_t i = 0; i < body.arguments().size(); ++i)
-          if (body.argument(i) == v) operands.push_back(bufferOf(args[i]));
+        for (size_t i = 0; i < body->arguments().size(); ++i)
+          if (body->argument(i) == v) operands.push_back(bufferOf(args[i]));
       KF_RETURN_IF_ERROR(libraryCall(*lowered.gemm, operands, gemmOut, s));
     }
     for (size_t k = 0; k < lowered.kernels.size(); ++k) {
@@ -185,7 +200,7 @@ class PlanBuilder {
       s.kernelBuffers.push_back(std::move(buffers));
       plan_.kernels.push_back(std::move(lowered.kernels[k]));
     }
-    markGradients(body, args, lowered.gemm, gemmOut);
+    if (body) markGradients(*body, args, lowered.gemm, gemmOut);
     plan_.steps.push_back(std::move(s));
     return Status::ok();
   }

@@ -366,6 +366,20 @@ void registerConcatSplit(OpRegistry& r) {
                          {{"axis", AttrKind::Int, std::nullopt}}, inferConcat, referenceConcat);
   concat.maxInputs = -1;
   concat.layout = {LayoutClass::AxisAttrs, {"axis"}, {}, {}, {}, {}};
+  // Each operand whole, one after another along the axis.
+  concat.pieces = [](const OpCall& c, const TensorType& result) -> Expected<std::vector<Piece>> {
+    KF_ASSIGN_OR_RETURN(int64_t axis, ops::axisAttr(c, "axis", static_cast<int64_t>(result.rank())));
+    std::vector<Piece> out;
+    int64_t at = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      Piece p{static_cast<int>(i), 0, c.inputs[i].shape, std::vector<int64_t>(result.rank(), 0),
+              std::vector<int64_t>(result.rank(), 0)};
+      p.resultStart[static_cast<size_t>(axis)] = at;
+      at += c.inputs[i].shape[static_cast<size_t>(axis)];
+      out.push_back(std::move(p));
+    }
+    return out;
+  };
   r.add(std::move(concat));
   OpDef& split = r.add(shapeOp("split", "cuts `axis` into consecutive pieces of the given sizes, one result each",
                                {{"axis", AttrKind::Int, Attribute(int64_t{0})}, {"sizes", AttrKind::Ints, std::nullopt}},

@@ -121,6 +121,47 @@ Tensors referencePad(const OpCall& c, Inputs in, Outputs out) {
   return std::vector<Tensor>{std::move(y)};
 }
 
+// Constant padding as blocks: the operand's part that survives the crops,
+// placed at max(begin, 0) on each axis, and the fill around it as up to
+// two slabs per axis (before and after the copy along that axis, spanning
+// the copy's extent on earlier axes and the whole result on later ones).
+Expected<std::vector<Piece>> padPieces(const OpCall& c, const TensorType& result) {
+  if (c.getString("mode") != "constant") return Error("only constant padding is made of blocks");
+  const Shape& xs = c.inputs[0].shape;
+  const std::vector<int64_t>& pads = c.getInts("pads");
+  const size_t rank = xs.size();
+  Piece copy{0, 0, Shape(rank), std::vector<int64_t>(rank), std::vector<int64_t>(rank)};
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t begin = pads[d], end = pads[d + rank];
+    copy.resultStart[d] = std::max<int64_t>(begin, 0);
+    copy.operandStart[d] = std::max<int64_t>(-begin, 0);
+    copy.extent[d] = std::max<int64_t>(xs[d] - copy.operandStart[d] - std::max<int64_t>(-end, 0), 0);
+    empty |= copy.extent[d] == 0;
+  }
+  const double value = c.getFloat("value");
+  if (empty) return std::vector<Piece>{{-1, value, result.shape, std::vector<int64_t>(rank, 0), {}}};
+  std::vector<Piece> out{copy};
+  for (size_t d = 0; d < rank; ++d) {
+    Piece slab{-1, value, Shape(rank), std::vector<int64_t>(rank, 0), {}};
+    for (size_t e = 0; e < rank; ++e) {
+      slab.extent[e] = e < d ? copy.extent[e] : result.shape[e];
+      slab.resultStart[e] = e < d ? copy.resultStart[e] : 0;
+    }
+    const int64_t lo = copy.resultStart[d], hi = lo + copy.extent[d];
+    if (lo > 0) {
+      slab.extent[d] = lo;
+      out.push_back(slab);
+    }
+    if (hi < result.shape[d]) {
+      slab.resultStart[d] = hi;
+      slab.extent[d] = result.shape[d] - hi;
+      out.push_back(slab);
+    }
+  }
+  return out;
+}
+
 // ------------------------------------------------------------ gather
 
 Results inferGather(const OpCall& c) {
@@ -229,11 +270,12 @@ void registerShapeIndexOps(OpRegistry& r) {
                  {"steps", AttrKind::Ints, Attribute(std::vector<int64_t>{})}},
                 inferSlice, referenceSlice));
   slice.affine = sliceMap;
-  r.add(indexOp("pad", "pads (all begins, then all ends; negative crops) by mode constant, reflect or edge", 1,
+  OpDef& pad = r.add(indexOp("pad", "pads (all begins, then all ends; negative crops) by mode constant, reflect or edge", 1,
                 {{"pads", AttrKind::Ints, std::nullopt},
                  {"mode", AttrKind::String, Attribute("constant")},
                  {"value", AttrKind::Float, Attribute(0.0)}},
                 inferPad, referencePad));
+  pad.pieces = padPieces;
   r.add(indexOp("gather", "ONNX Gather along `axis` with i64/i32 indices (negative count from the end)", 2,
                 {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather));
   OpDef gatherGradOp = indexOp("gather_grad",
