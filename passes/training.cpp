@@ -120,15 +120,21 @@ Status trainBatchNorms(Graph& g, double momentum) {
   return Status::ok();
 }
 
-// Dropouts without a step operand draw their masks from the training step.
-Status stepDropouts(Graph& g, Value* step) {
+// Dropouts without a step operand draw their masks from the training step,
+// with their seed mixed with `dropoutSeed` (a Weyl step: 0 changes nothing).
+Status stepDropouts(Graph& g, Value* step, uint64_t dropoutSeed) {
   for (Node* n : g.nodes()) {
     if (!n->is(Op::Dropout) || n->numOperands() != 1) continue;
-    auto replaced = buildNode(g, Op::Dropout, {n->operand(0), step}, n->attrs(), n);
+    AttrMap attrs = n->attrs();
+    auto seed = static_cast<uint64_t>(n->attr("seed").asInt()) + dropoutSeed * 0x9E3779B97F4A7C15ull;
+    attrs["seed"] = static_cast<int64_t>(seed);
+    auto replaced = buildNode(g, Op::Dropout, {n->operand(0), step}, attrs, n);
     if (!replaced) return replaced.error();
     (*replaced)->copyProvenance(*n);
-    (*replaced)->result()->setName(n->result()->name());
-    g.replaceAllUsesWith(n->result(), (*replaced)->result());
+    for (size_t i = 0; i < n->numResults(); ++i) {
+      (*replaced)->result(i)->setName(n->result(i)->name());
+      g.replaceAllUsesWith(n->result(i), (*replaced)->result(i));
+    }
     g.eraseNode(n);
   }
   return Status::ok();
@@ -205,7 +211,6 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
       return Error(str("function @", g.name(), " already updates trainable parameter @", u.param,
                        " (is it a training step already?)"));
   }
-  std::vector<Value*> outputs = g.results();
   std::set<const Node*> forward = nodeSet(g);
   KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts.loss));
   tagNewNodes(g, forward, Phase::Loss);
@@ -213,7 +218,7 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
   Value* lr = g.addArgument("lr", TensorType(DType::F32, {}));
   Value* step = g.addArgument("step", TensorType(DType::I64, {}));
   KF_RETURN_IF_ERROR(trainBatchNorms(g, opts.bnMomentum));
-  KF_RETURN_IF_ERROR(stepDropouts(g, step));
+  KF_RETURN_IF_ERROR(stepDropouts(g, step, opts.dropoutSeed));
 
   std::vector<Value*> trainable;
   for (Value* p : g.paramValues()) {
@@ -231,6 +236,9 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
     KF_RETURN_IF_ERROR(addUpdate(g, p, it->second, lr, step, opts.optimizer));
   }
   tagNewNodes(g, beforeUpdates, Phase::Optimizer);
+  // The forward's results, as rewritten (a dropout or batch norm returned
+  // by the forward is a new node's result now).
+  std::vector<Value*> outputs = g.results();
   std::vector<Value*> results{loss};
   if (opts.keepOutputs) results.insert(results.end(), outputs.begin(), outputs.end());
   g.setResults(results);

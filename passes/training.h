@@ -27,6 +27,10 @@ struct TrainingOptions {
   bool keepOutputs = false;
   // Batch-norm running statistics: new = (1 - m) * old + m * batch (torch).
   double bnMomentum = 0.1;
+  // Mixed into every dropout's seed: seed + dropoutSeed * 0x9E3779B97F4A7C15
+  // (mod 2^64), so that 0 keeps the model's own seeds and each other value
+  // draws other masks (`kfuse train --seed`).
+  uint64_t dropoutSeed = 0;
 };
 
 // Rewrites `g` (a forward function) in place into a training step:
@@ -40,7 +44,8 @@ struct TrainingOptions {
 //              <param>.exp_avg_sq), created zero-filled in the module;
 //              batch norms over buffer statistics switch to training mode and
 //              update running_mean / running_var (and num_batches_tracked
-//              when the module has it); dropouts draw their mask from %step.
+//              when the module has it); dropouts draw their mask from %step
+//              (and their seed mixed with dropoutSeed).
 // Errors name what does not fit: a loss that does not match the output, an
 // op without a gradient rule between a parameter and the loss, a function
 // that already updates a trainable parameter (updates of buffers, like

@@ -368,32 +368,89 @@ Status lowerLRN(LoweringContext& c) {
 
 // ---------------------------------------------------------------- dropout, softmax
 
-// Dropout at inference is the identity, and its mask is all true. Training
-// mode (random masks) is unsupported unless the ratio is 0.
-Status lowerDropout(LoweringContext& c) {
-  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
-  c.attrs().ignore("seed");
-  c.attrs().ignore("ratio");
-  c.attrs().ignore("consumed_inputs");
+// A dropout node's seed: its `seed` attribute (opset 12 on) when given,
+// else FNV-1a of its name, so that each node draws its own masks and the
+// same model always draws the same ones.
+Expected<int64_t> dropoutSeed(LoweringContext& c) {
+  if (c.version() >= 12 && c.attrs().has("seed")) return c.attrs().getInt("seed");
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : c.nodeName()) h = (h ^ ch) * 0x100000001b3ull;
+  return static_cast<int64_t>(h);
+}
+
+// Whether the node drops in training mode, and its ratio:
+//   6:      the is_test attribute (default 0: training) and the ratio attribute;
+//   7, 10:  no mode in the model (ONNX leaves it to the runtime): inference,
+//           as onnxruntime runs them;
+//   12 on:  the training_mode input (default false) and the ratio input
+//           (default 0.5), both known at import.
+struct DropoutMode {
   bool training = false;
+  double ratio = 0.5;
+};
+
+Expected<DropoutMode> dropoutMode(LoweringContext& c) {
+  DropoutMode m;
   if (c.version() < 7) {
     KF_ASSIGN_OR_RETURN(int64_t isTest, c.attrs().getInt("is_test", 0));
-    training = isTest == 0;
-  } else if (c.version() >= 12 && c.hasInput(2)) {
+    KF_ASSIGN_OR_RETURN(m.ratio, c.attrs().getFloat("ratio", 0.5));
+    m.training = isTest == 0;
+  } else if (c.version() < 12) {
+    c.attrs().ignore("ratio");
+  } else if (c.hasInput(2)) {
     KF_ASSIGN_OR_RETURN(Tensor mode, c.constantInput(2));
-    training = mode.numElements() > 0 && mode.at(0) != 0;
-    if (training && c.hasInput(1)) {
+    if (mode.numElements() != 1)
+      return Error(str("input 2 (training_mode) must be one boolean, got ", formatType(mode.type())));
+    m.training = mode.at(0) != 0;
+    if (m.training && c.hasInput(1)) {
       KF_ASSIGN_OR_RETURN(Tensor ratio, c.constantInput(1));
-      training = ratio.numElements() > 0 && ratio.at(0) != 0;
+      if (ratio.numElements() != 1 || !isFloat(ratio.dtype()))
+        return Error(str("input 1 (ratio) must be one floating-point number, got ", formatType(ratio.type())));
+      m.ratio = ratio.at(0);
     }
   }
-  if (training) return c.unsupported("Dropout in training mode (random masks)");
-  c.setOutput(0, x);
-  if (c.hasOutput(1)) {  // the mask: bool since opset 10, x's type before
-    Tensor ones = Tensor::scalar(c.version() < 10 ? x->type().dtype : DType::Bool, 1);
-    KF_ASSIGN_OR_RETURN(Value* mask, c.build("expand", {c.constant(ones)}, {{"shape", Attribute(x->type().shape)}}));
-    c.setOutput(1, mask);
+  if (m.training && !(m.ratio >= 0 && m.ratio < 1))
+    return Error(str("ratio = ", m.ratio, " must be in [0, 1)"));
+  return m;
+}
+
+// Dropout. At inference (and with ratio 0) the identity, its mask all true.
+// In training mode kfuse's dropout op: y = x / (1 - ratio) where kept, 0
+// elsewhere, the mask a Philox4x32-10 draw from (seed, step, element index)
+// (ir/philox.h). The imported function draws with step 0; a training step
+// built from it (kfuse train) draws a fresh mask every step, as dropouts
+// of kfuse's own traced models do (passes/training.cpp).
+Status lowerDropout(LoweringContext& c) {
+  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
+  c.attrs().ignore("consumed_inputs");
+  KF_ASSIGN_OR_RETURN(DropoutMode mode, dropoutMode(c));
+  KF_ASSIGN_OR_RETURN(int64_t seed, dropoutSeed(c));
+  // The mask is bool since opset 10, x's type before.
+  DType maskType = c.version() < 10 ? x->type().dtype : DType::Bool;
+  if (!mode.training || mode.ratio == 0) {
+    c.setOutput(0, x);
+    if (c.hasOutput(1)) {
+      KF_ASSIGN_OR_RETURN(Value* mask, c.build("expand", {c.constant(Tensor::scalar(maskType, 1))},
+                                               {{"shape", Attribute(x->type().shape)}}));
+      c.setOutput(1, mask);
+    }
+    return Status::ok();
   }
+  KF_RETURN_IF_ERROR(requireFloat(c, x, "input"));
+  AttrMap attrs{{"ratio", mode.ratio}, {"seed", seed}};
+  // Only a mask something reads is computed with y. An unread one (PyTorch's
+  // exports never read theirs) comes from a node of its own that DCE removes.
+  bool maskRead = c.isOutputConsumed(1);
+  attrs["mask"] = maskRead;
+  KF_ASSIGN_OR_RETURN(auto ys, c.buildMulti("dropout", {x}, attrs));
+  c.setOutput(0, ys[0]);
+  if (!c.hasOutput(1)) return Status::ok();
+  if (!maskRead) {
+    attrs["mask"] = true;
+    KF_ASSIGN_OR_RETURN(ys, c.buildMulti("dropout", {x}, attrs));
+  }
+  KF_ASSIGN_OR_RETURN(Value* mask, castTo(c, ys[1], maskType));
+  c.setOutput(1, mask);
   return Status::ok();
 }
 
@@ -432,7 +489,8 @@ const std::vector<OpLowering> kTable = {
     {"InstanceNormalization", {6, 22}, lowerInstanceNorm, "layer_norm + mul + add"},
     {"LayerNormalization", {17}, lowerLayerNorm, "layer_norm (Mean, InvStdDev: reduce_mean + sub + mul + reduce_mean + add + rsqrt)"},
     {"LRN", {1, 13}, lowerLRN, "mul + avg_pool2d + mul + add + pow + div"},
-    {"Dropout", {6, 7, 10, 12, 13, 22}, lowerDropout, "nothing (inference)"},
+    {"Dropout", {6, 7, 10, 12, 13, 22}, lowerDropout,
+     "nothing (inference); training mode: dropout (Philox mask from seed, step and element)"},
     {"Softmax", {1, 11, 13}, lowerSoftmax, "softmax (opset < 13: reshape + softmax + reshape)"},
     {"LogSoftmax", {1, 11, 13}, lowerSoftmax, "log_softmax (opset < 13: reshape + log_softmax + reshape)"},
 };

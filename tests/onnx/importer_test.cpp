@@ -250,6 +250,147 @@ TEST(Importer, TrainingBatchNormStatisticsOutputsFollowTheSpec) {
   EXPECT_NEAR(var[1], 0.9 * 1 + 0.1 * 8, 1e-6);
 }
 
+// Dropout-13 x [4, 64] -> (y, mask): ratio and training_mode from initializers.
+ModelBuilder trainingDropout(bool readMask, double ratio = 0.25, int opset = 13) {
+  ModelBuilder b(opset);
+  b.input("x", {4, 64}).output("y", {4, 64});
+  if (readMask) b.output("mask", {4, 64}, TensorProto::BOOL);
+  b.initializer("ratio", Tensor::scalar(DType::F32, ratio));
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  b.initializer("training", on);
+  b.node("Dropout", {"x", "ratio", "training"}, {"y", "mask"}, "/drop/Dropout");
+  return b;
+}
+
+Tensor dropoutInput() {
+  Tensor x(TensorType(DType::F32, {4, 64}));
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, 1.0 + static_cast<double>(i % 7));
+  return x;
+}
+
+const Node* findOp(const Graph& g, std::string_view op) {
+  for (const auto& n : g.nodeList())
+    if (n->opName() == op) return n.get();
+  return nullptr;
+}
+
+TEST(Importer, TrainingDropoutIsKfusesDropout) {
+  auto m = importModel(trainingDropout(false).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  const Node* d = findOp(g, "dropout");
+  ASSERT_TRUE(d) << "no dropout node";
+  EXPECT_EQ(d->attr("ratio").asFloat(), 0.25);
+  EXPECT_FALSE(d->attr("mask").asBool());  // the unread mask is not computed
+  EXPECT_TRUE((*m)->params().empty());     // ratio and training_mode are import-time data
+  auto out = interpret(g, {dropoutInput()});
+  ASSERT_TRUE(out) << out.error().message();
+  std::vector<double> x = dropoutInput().toDoubles(), y = out->outputs[0].toDoubles();
+  int kept = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] != 0) {
+      EXPECT_NEAR(y[i], x[i] / 0.75, 1e-5) << i;
+      ++kept;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, static_cast<int>(y.size()));
+}
+
+TEST(Importer, TrainingDropoutMaskIsWhereYIsKept) {
+  auto m = importModel(trainingDropout(true).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  int dropouts = 0;
+  for (const auto& n : g.nodeList()) dropouts += n->opName() == "dropout";
+  EXPECT_EQ(dropouts, 1);  // y and the mask from one draw
+  auto out = interpret(g, {dropoutInput()});
+  ASSERT_TRUE(out) << out.error().message();
+  ASSERT_EQ(out->outputs[1].dtype(), DType::Bool);
+  std::vector<double> y = out->outputs[0].toDoubles(), mask = out->outputs[1].toDoubles();
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(mask[i] != 0, y[i] != 0) << i;
+}
+
+// Each node draws its own masks: its seed attribute, else a hash of its name.
+TEST(Importer, TrainingDropoutSeedsDifferPerNode) {
+  ModelBuilder b = trainingDropout(false);
+  b.output("y2", {4, 64}).output("y3", {4, 64});
+  b.node("Dropout", {"x", "ratio", "training"}, {"y2"}, "/drop2/Dropout");
+  setInt(b.node("Dropout", {"x", "ratio", "training"}, {"y3"}, "/drop3/Dropout"), "seed", 42);
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  std::vector<int64_t> seeds;
+  for (const auto& n : (*m)->functions().front()->nodeList())
+    if (n->opName() == "dropout") seeds.push_back(n->attr("seed").asInt());
+  ASSERT_EQ(seeds.size(), 3u);
+  EXPECT_NE(seeds[0], seeds[1]);
+  EXPECT_EQ(seeds[2], 42);
+}
+
+TEST(Importer, TrainingDropoutOverAConstantIsNotFolded) {
+  ModelBuilder b(13);
+  b.output("y", {8});
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  b.initializer("training", on).initializer("ratio", Tensor::scalar(DType::F32, 0.5));
+  auto& c = b.node("Constant", {}, {"c"});
+  auto* a = c.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  tensorToProto(Tensor::fromDoubles(TensorType(DType::F32, {8}), {1, 2, 3, 4, 5, 6, 7, 8}), "", *a->mutable_t());
+  b.node("Dropout", {"c", "ratio", "training"}, {"y"}, "/drop");
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_TRUE(findOp(*(*m)->functions().front(), "dropout"));  // a training step gives it the step
+}
+
+TEST(Importer, Dropout6IsTestZeroTrainsWithAMaskOfXsType) {
+  ModelBuilder b(6);
+  b.input("x", {4, 64}).output("y", {4, 64}).output("mask", {4, 64});
+  auto& n = b.node("Dropout", {"x"}, {"y", "mask"}, "/drop");
+  setInt(n, "is_test", 0);
+  auto* r = n.add_attribute();
+  r->set_name("ratio");
+  r->set_type(onnx::AttributeProto::FLOAT);
+  r->set_f(0.5f);
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Node* d = findOp(*(*m)->functions().front(), "dropout");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->attr("ratio").asFloat(), 0.5);
+  EXPECT_EQ((*m)->functions().front()->results()[1]->type().dtype, DType::F32);
+}
+
+// Dropout-7 and -10 carry no mode: inference, as onnxruntime runs them.
+TEST(Importer, Dropout10IsTheIdentity) {
+  ModelBuilder b(10);
+  b.input("x", {4, 64}).output("y", {4, 64});
+  b.node("Dropout", {"x"}, {"y"}, "/drop");
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_FALSE(findOp(*(*m)->functions().front(), "dropout"));
+}
+
+TEST(Importer, TrainingDropoutRatioMustBeKnownAndBelowOne) {
+  auto tooLarge = importModel(trainingDropout(false, 1.0).model());
+  ASSERT_FALSE(tooLarge);
+  EXPECT_EQ(tooLarge.error().message(), "test.onnx: node '/drop/Dropout' (Dropout), opset 13: ratio = 1 must be in [0, 1)");
+  ModelBuilder b(13);
+  b.input("x", {4, 64}).input("r", {}).output("y", {4, 64});
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  b.initializer("training", on);
+  b.node("Dropout", {"x", "r", "training"}, {"y"}, "/drop");
+  ImportReport report;
+  auto runtime = importModel(b.model(), {}, &report);
+  ASSERT_FALSE(runtime);
+  ASSERT_EQ(report.unsupported.size(), 1u) << runtime.error().message();
+  EXPECT_EQ(report.unsupported[0],
+            "node '/drop' (Dropout), opset 13: input 1 ('r') must be known at import time, but it is computed from "
+            "the graph input 'r' at run time (kfuse needs static shapes; data-dependent ones are not supported)");
+}
+
 TEST(OpTable, ResolvesSchemaVersionsAtTheModelsOpset) {
   OpResolution softmax12 = resolveOp("", "Softmax", 12);
   ASSERT_TRUE(softmax12.lowering);

@@ -41,6 +41,7 @@ struct TrainArgs {
 Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   TrainerOptions o;
   KF_ASSIGN_OR_RETURN(o.training, trainingOptions(a.opt));
+  o.training.dropoutSeed = a.seed;
   if (!(a.lr > 0)) return Error(str("--lr must be positive, got ", a.lr));
   o.target = a.target;
   o.execution.inplace = !a.planning.noInplace;
@@ -262,7 +263,8 @@ Action addTrainCommand(CLI::App& app) {
   cmd->add_option("--epochs", a->epochs, "Passes over the dataset");
   cmd->add_option("--batch", a->batch, "Samples per step (default: the model's batch dimension)");
   cmd->add_flag("--no-shuffle", a->noShuffle, "Keep the dataset order");
-  cmd->add_option("--seed", a->seed, "Seed of the shuffling");
+  cmd->add_option("--seed", a->seed,
+                  "Seed of the shuffling and of dropout masks (mixed into every dropout's seed; 0 keeps the model's)");
   cmd->add_option("--init-weights", a->initWeights, "Starting weights (.safetensors or .npz), by parameter name");
   cmd->add_option("--save-weights", a->saveWeights, "Write the trained weights and optimizer state here");
   cmd->add_option("--log-json", a->logJson, "Write one JSON record per step and per epoch (JSON Lines)");
