@@ -188,7 +188,7 @@ Status lowerGlobalPool(LoweringContext& c) {
 
 // ---------------------------------------------------------------- normalisation
 
-// BatchNormalization in training mode (opset 14: training_mode = 1):
+// BatchNormalization in training mode (see batchNormTraining):
 // normalised with the batch's statistics; the optional outputs are the
 // updated running statistics, momentum * running + (1 - momentum) * batch
 // (the batch's population variance, as the ONNX spec says).
@@ -204,6 +204,10 @@ Status lowerBatchNormTraining(LoweringContext& c, const std::vector<Value*>& in,
   KF_ASSIGN_OR_RETURN(double momentum, c.attrs().getFloat("momentum", 0.9));
   KF_ASSIGN_OR_RETURN(auto ys, c.buildMulti("batch_norm_train", {in[0], in[1], in[2]}, {{"epsilon", eps}}));
   c.setOutput(0, ys[0]);
+  c.setOutput(3, ys[1]);  // saved_mean (opsets before 14): the batch mean
+  if (c.hasOutput(4)) {   // saved_var, unread (lowerBatchNorm refuses a read one): the batch variance
+    c.setOutput(4, ys[2]);
+  }
   const TensorType& x = in[0]->type();
   double count = static_cast<double>(x.numElements()) / static_cast<double>(x.shape[1]);
   for (size_t i = 1; i <= 2; ++i) {
@@ -224,19 +228,44 @@ Status lowerBatchNormTraining(LoweringContext& c, const std::vector<Value*>& in,
   return Status::ok();
 }
 
+// Whether a BatchNormalization runs in training mode, one rule per range
+// of versions:
+//   6:      the is_test attribute (default 0: training);
+//   7-13:   ONNX's "output case #1": a node with running-statistics
+//           outputs (Y, mean, var, saved_mean, saved_var) trains, Y alone
+//           is inference. torch.onnx.export in training mode at opsets 9-13
+//           gives all five outputs, reading none;
+//   14, 15: the training_mode attribute; statistics outputs without it are
+//           invalid.
+Expected<bool> batchNormTraining(LoweringContext& c) {
+  bool statsOut = false;
+  for (size_t i = 1; i < c.numOutputs(); ++i) statsOut |= c.hasOutput(i);
+  if (c.version() < 7) {
+    KF_ASSIGN_OR_RETURN(int64_t isTest, c.attrs().getInt("is_test", 0));
+    if (isTest && statsOut) return Error("is_test = 1 with running-statistics outputs (they exist in training only)");
+    return isTest == 0;
+  }
+  if (c.version() < 14) return statsOut;
+  KF_ASSIGN_OR_RETURN(int64_t training, c.attrs().getInt("training_mode", 0));
+  if (!training && statsOut)
+    return Error("running_mean / running_var outputs with training_mode = 0 (they exist in training only)");
+  return training != 0;
+}
+
 Status lowerBatchNorm(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
   KF_RETURN_IF_ERROR(requireFloat(c, x, "input"));
   KF_ASSIGN_OR_RETURN(double eps, c.attrs().getFloat("epsilon", 1e-5));
-  KF_ASSIGN_OR_RETURN(int64_t training, c.attrs().getInt("training_mode", 0));
-  KF_ASSIGN_OR_RETURN(int64_t isTest, c.attrs().getInt("is_test", c.version() < 7 ? 0 : 1));
   KF_ASSIGN_OR_RETURN(int64_t spatial, c.attrs().getInt("spatial", 1));
   c.attrs().ignore("consumed_inputs");
-  bool statsOut = false;
-  for (size_t i = 1; i < c.numOutputs(); ++i) statsOut |= c.hasOutput(i);
-  if (!isTest || (statsOut && !training))
-    return c.unsupported("BatchNormalization in the training mode of opsets before 14");
+  KF_ASSIGN_OR_RETURN(bool training, batchNormTraining(c));
   if (!spatial) return c.unsupported("BatchNormalization with spatial = 0");
+  // saved_var: the spec says "saved variance", but runtimes disagree on what
+  // it holds (Caffe2, cuDNN and onnxruntime keep 1 / sqrt(var + epsilon));
+  // no exporter reads it. saved_mean is the batch mean everywhere.
+  if (c.version() < 14 && c.isOutputConsumed(4))
+    return c.unsupported("BatchNormalization's saved_var output read by the graph (runtimes disagree on whether "
+                         "it is the batch variance or 1 / sqrt(variance + epsilon))");
   std::vector<Value*> operands{x};
   for (size_t i = 1; i <= 4; ++i) {
     KF_ASSIGN_OR_RETURN(Value* v, c.input(i));
@@ -485,7 +514,9 @@ const std::vector<OpLowering> kTable = {
     {"AveragePool", {1, 7, 10, 11, 19, 22}, lowerPool, "avg_pool2d (1-D through unsqueeze/squeeze)"},
     {"GlobalAveragePool", {1, 22}, lowerGlobalPool, "global_avg_pool2d (rank 4) or reduce_mean"},
     {"GlobalMaxPool", {1, 22}, lowerGlobalPool, "reduce_max"},
-    {"BatchNormalization", {6, 7, 9, 14, 15}, lowerBatchNorm, "batch_norm (training_mode: batch_norm_train + running-stat updates)"},
+    {"BatchNormalization", {6, 7, 9, 14, 15}, lowerBatchNorm,
+     "batch_norm (training mode: batch_norm_train + running-stat updates; from training_mode since 14, the "
+     "statistics outputs in 7-13, is_test in 6)"},
     {"InstanceNormalization", {6, 22}, lowerInstanceNorm, "layer_norm + mul + add"},
     {"LayerNormalization", {17}, lowerLayerNorm, "layer_norm (Mean, InvStdDev: reduce_mean + sub + mul + reduce_mean + add + rsqrt)"},
     {"LRN", {1, 13}, lowerLRN, "mul + avg_pool2d + mul + add + pow + div"},

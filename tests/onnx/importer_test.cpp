@@ -3,6 +3,9 @@
 // are collected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "frontend/onnx/attributes.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/op_table.h"
@@ -248,6 +251,91 @@ TEST(Importer, TrainingBatchNormStatisticsOutputsFollowTheSpec) {
   std::vector<double> var = out->outputs[2].toDoubles();
   EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 3.5, 1e-6);
   EXPECT_NEAR(var[1], 0.9 * 1 + 0.1 * 8, 1e-6);
+}
+
+// BatchNormalization-9 (opsets 9-13) as torch.onnx.export writes it in
+// training mode: all five outputs (Y, mean, var, saved_mean, saved_var),
+// none read. Training is told by the outputs; the running statistics
+// update as torch's buffers do, through the same lowering as opset 14's.
+ModelBuilder fiveOutputBatchNorm(std::vector<std::string> graphOutputs, std::vector<std::string> nodeOutputs = {
+                                                                             "y", "rm", "rv", "sm", "sv"}) {
+  ModelBuilder b(13);
+  b.input("x", {2, 2, 1, 2});
+  for (const auto& o : graphOutputs) b.output(o, o == "y" ? std::vector<int64_t>{2, 2, 1, 2} : std::vector<int64_t>{2});
+  auto f32 = [](std::vector<double> v) { return Tensor::fromDoubles(TensorType(DType::F32, {2}), v); };
+  b.initializer("bn.weight", f32({1, 1})).initializer("bn.bias", f32({0, 0}));
+  b.initializer("bn.running_mean", f32({0.5, -1})).initializer("bn.running_var", f32({2, 1}));
+  auto& n = b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"},
+                   nodeOutputs, "/bn");
+  auto* a = n.add_attribute();
+  a->set_name("momentum");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.9f);
+  return b;
+}
+
+const Tensor kBatchNormX = Tensor::fromDoubles(TensorType(DType::F32, {2, 2, 1, 2}), {1, 2, 0, 0, 3, 6, 4, -4});
+
+TEST(Importer, BatchNorm9FiveOutputsTrainAsTorchExportsThem) {
+  auto m = importModel(fiveOutputBatchNorm({"y"}).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  std::vector<std::string> ops = opNames(g);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "batch_norm_train"), ops.end());
+  ASSERT_EQ(g.stateUpdates().size(), 2u);
+  auto out = interpret(g, {kBatchNormX});
+  ASSERT_TRUE(out) << out.error().message();
+  // Normalised with the batch's statistics: channel 0 {1, 2, 3, 6} has mean 3, variance 3.5.
+  EXPECT_NEAR(out->outputs[0].toDoubles()[0], (1 - 3) / std::sqrt(3.5 + 1e-5), 1e-5);
+  std::vector<double> var = out->updates.at("bn.running_var")->toDoubles();
+  EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 14 / 3, 1e-6);  // unbiased, as torch's buffer
+  EXPECT_NEAR(out->updates.at("bn.running_mean")->toDoubles()[0], 0.9 * 0.5 + 0.1 * 3, 1e-6);
+}
+
+TEST(Importer, BatchNorm9ReadStatisticsFollowTheSpec) {
+  auto m = importModel(fiveOutputBatchNorm({"y", "rv", "sm"}).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  auto out = interpret(g, {kBatchNormX});
+  ASSERT_TRUE(out) << out.error().message();
+  ASSERT_EQ(out->outputs.size(), 3u);
+  EXPECT_NEAR(out->outputs[1].toDoubles()[1], 0.9 * 1 + 0.1 * 8, 1e-6);  // population variance
+  EXPECT_EQ(out->outputs[2].toDoubles(), (std::vector<double>{3, 0}));   // saved_mean: the batch mean
+  // The unread running mean still updates its initializer.
+  ASSERT_EQ(g.stateUpdates().size(), 1u);
+  EXPECT_EQ(g.stateUpdates()[0].param, "bn.running_mean");
+}
+
+TEST(Importer, BatchNorm9ReadSavedVarIsUnsupported) {
+  ImportReport report;
+  auto m = importModel(fiveOutputBatchNorm({"y", "sv"}).model(), {}, &report);
+  ASSERT_FALSE(m);
+  ASSERT_EQ(report.unsupported.size(), 1u) << m.error().message();
+  EXPECT_EQ(report.unsupported[0],
+            "node '/bn' (BatchNormalization), opset 13: BatchNormalization's saved_var output read by the graph "
+            "(runtimes disagree on whether it is the batch variance or 1 / sqrt(variance + epsilon))");
+}
+
+TEST(Importer, BatchNorm9WithYAloneIsInference) {
+  auto m = importModel(fiveOutputBatchNorm({"y"}, {"y"}).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  EXPECT_TRUE(g.stateUpdates().empty());
+  std::vector<std::string> ops = opNames(g);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "batch_norm"), ops.end());
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "batch_norm_train"), ops.end());
+}
+
+TEST(Importer, BatchNorm15StatisticsOutputsNeedTrainingMode) {
+  ModelBuilder b = trainingBatchNorm(true);
+  auto* attrs = b.model().proto->mutable_graph()->mutable_node(0)->mutable_attribute();
+  for (auto& a : *attrs)
+    if (a.name() == "training_mode") a.set_i(0);
+  auto m = importModel(b.model());
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message(),
+            "test.onnx: node '/bn' (BatchNormalization), opset 15: running_mean / running_var outputs with "
+            "training_mode = 0 (they exist in training only)");
 }
 
 // Dropout-13 x [4, 64] -> (y, mask): ratio and training_mode from initializers.

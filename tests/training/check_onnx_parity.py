@@ -8,7 +8,9 @@ relative above).
 
   check_onnx_parity.py KFUSE MODEL WORKDIR [TARGET...]
 
-MODEL is mlp, cnn or transformer; TARGETs default to cpu and interpreter.
+MODEL is mlp, cnn, cnn_bn9 (the CNN at opset 13: BatchNormalization-9 with
+its five outputs, as PyTorch 1.13 exports it) or transformer; TARGETs
+default to cpu and interpreter.
 The models are exported in training mode (torch.onnx.TrainingMode.TRAINING,
 no constant folding): an eval-mode export folds batch norms into the
 convolutions and merges initializers with equal values (zero biases, unit
@@ -78,6 +80,7 @@ class Transformer(torch.nn.Module):
 MODELS = {
     "mlp": (MLP, (8,), 16, 13),
     "cnn": (CNN, (3, 8, 8), 8, 14),
+    "cnn_bn9": (CNN, (3, 8, 8), 8, 13),
     "transformer": (Transformer, (6, 16), 8, 17),
 }
 
