@@ -3,7 +3,7 @@
 //   loss=cross_entropy|mse|none   optimizer=sgd|adam|adamw|none
 //   momentum= dampening= nesterov= weight-decay= beta1= beta2= eps=
 //   bn-momentum= keep-outputs=true|false
-//   dropout-seed=N (default 0)
+//   ignore-index=N (cross_entropy, default -100) dropout-seed=N (default 0)
 //   func=NAME  only this function (default: every function)
 #include <charconv>
 
@@ -80,6 +80,8 @@ Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options) {
       KF_ASSIGN_OR_RETURN(opts.bnMomentum, number(key, v));
     } else if (key == "keep-outputs") {
       KF_ASSIGN_OR_RETURN(opts.keepOutputs, boolean(key, v));
+    } else if (key == "ignore-index") {
+      KF_ASSIGN_OR_RETURN(opts.ignoreIndex, integer(key, v));
     } else if (key == "dropout-seed") {
       KF_ASSIGN_OR_RETURN(int64_t seed, integer(key, v));
       opts.dropoutSeed = static_cast<uint64_t>(seed);
@@ -88,7 +90,7 @@ Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options) {
     } else {
       return Error(str("pass 'autodiff' has no option '", key,
                        "' (options: loss, optimizer, momentum, dampening, nesterov, weight-decay, beta1, beta2, eps, "
-                       "bn-momentum, keep-outputs, dropout-seed, func)"));
+                       "bn-momentum, keep-outputs, ignore-index, dropout-seed, func)"));
     }
   }
   return createAutodiffPass(opts, func);

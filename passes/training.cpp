@@ -33,22 +33,34 @@ Status check(const GradBuilder& b, std::string_view what) {
   return Error(str(what, ": ", b.error()));
 }
 
-Expected<Value*> addLoss(Graph& g, LossKind kind) {
+Expected<Value*> addLoss(Graph& g, const TrainingOptions& opts) {
   Value* out = g.results()[0];
   const TensorType& t = out->type();
   GradBuilder b(g);
-  switch (kind) {
+  switch (opts.loss) {
     case LossKind::None:
       if (t.rank() != 0 || !isFloat(t.dtype))
         return Error(str("--loss=none needs a function whose first result is a floating-point scalar, got ",
                          formatType(t)));
       return out;
     case LossKind::CrossEntropy: {
-      if (t.rank() != 2 || !isFloat(t.dtype))
-        return Error(str("cross_entropy needs logits [batch, classes] as the first result, got ", formatType(t),
-                         " (mse fits other outputs)"));
-      Value* labels = g.addArgument("labels", TensorType(DType::I64, {t.shape[0]}));
-      Value* loss = b.op(Op::CrossEntropy, {out, labels});
+      if (t.rank() < 2 || !isFloat(t.dtype))
+        return Error(str("cross_entropy needs logits [batch, classes] (or [batch, ..., classes]) as the first result, "
+                         "got ",
+                         formatType(t), " (mse fits other outputs)"));
+      // Token logits [B, S, ..., V]: one row per position, as torch users
+      // write cross_entropy(logits.view(-1, V), labels.view(-1)).
+      Shape labelShape(t.shape.begin(), t.shape.end() - 1);
+      Value* labels = g.addArgument("labels", TensorType(DType::I64, labelShape));
+      Value* logits = out;
+      Value* rows = labels;
+      if (t.rank() > 2) {
+        int64_t positions = 1;
+        for (int64_t d : labelShape) positions *= d;
+        logits = b.op(Op::Reshape, {out}, {{"shape", Attribute(std::vector<int64_t>{positions, t.shape.back()})}});
+        rows = b.op(Op::Reshape, {labels}, {{"shape", Attribute(std::vector<int64_t>{positions})}});
+      }
+      Value* loss = b.op(Op::CrossEntropy, {logits, rows}, {{"ignore_index", opts.ignoreIndex}});
       KF_RETURN_IF_ERROR(check(b, "cross_entropy"));
       return loss;
     }
@@ -212,7 +224,7 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
                        " (is it a training step already?)"));
   }
   std::set<const Node*> forward = nodeSet(g);
-  KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts.loss));
+  KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts));
   tagNewNodes(g, forward, Phase::Loss);
   loss->setName("loss");
   Value* lr = g.addArgument("lr", TensorType(DType::F32, {}));

@@ -27,6 +27,9 @@ struct TrainingOptions {
   bool keepOutputs = false;
   // Batch-norm running statistics: new = (1 - m) * old + m * batch (torch).
   double bnMomentum = 0.1;
+  // cross_entropy: labels equal to it are left out of the loss (torch's
+  // ignore_index; -100 is torch's default and what HF models pad labels with).
+  int64_t ignoreIndex = -100;
   // Mixed into every dropout's seed: seed + dropoutSeed * 0x9E3779B97F4A7C15
   // (mod 2^64), so that 0 keeps the model's own seeds and each other value
   // draws other masks (`kfuse train --seed`).
@@ -37,6 +40,12 @@ struct TrainingOptions {
 //   arguments: the forward's, then %labels (when there is a loss to add),
 //              %lr : f32[] and %step : i64[] (1-based), runtime values so that
 //              changing either never recompiles;
+//              %labels are i64 [batch] for cross_entropy over logits
+//              [batch, classes]; for logits of rank 3 or more the classes
+//              are the last axis (token logits [B, S, V]) and the labels
+//              have the other axes ([B, S]): the loss is torch's
+//              cross_entropy(logits.view(-1, V), labels.view(-1)), the mean
+//              over the positions whose label is not ignoreIndex;
 //   results:   the loss (then the forward's results with keepOutputs);
 //   state:     every trainable parameter the loss depends on is updated by
 //              the optimizer, with its state in buffers named as in

@@ -9,14 +9,19 @@ relative above).
   check_onnx_parity.py KFUSE MODEL WORKDIR [TARGET...]
 
 MODEL is mlp, cnn, cnn_bn9 (the CNN at opset 13: BatchNormalization-9 with
-its five outputs, as PyTorch 1.13 exports it) or transformer; TARGETs
-default to cpu and interpreter.
+its five outputs, as PyTorch 1.13 exports it), transformer, gpt or mlm (a
+GPT-style decoder and a BERT-style masked LM: int64 token ids in, token
+logits [B, S, V] out, int64 labels [B, S] with -100 at ignored positions,
+trained with torch's cross_entropy(logits.view(-1, V), labels.view(-1))
+against kfuse train's token-level cross_entropy); TARGETs default to cpu
+and interpreter.
 The models are exported in training mode (torch.onnx.TrainingMode.TRAINING,
 no constant folding): an eval-mode export folds batch norms into the
 convolutions and merges initializers with equal values (zero biases, unit
 norm weights), which a trainer cannot undo. Run with Debian's Python
 (/usr/bin/python3: torch, onnx, numpy)."""
 import json
+import math
 import os
 import struct
 import subprocess
@@ -76,12 +81,86 @@ class Transformer(torch.nn.Module):
         return self.head(self.encoder(x).mean(1))
 
 
-# model -> (class, one sample's shape, batch, opset)
+class GPT(torch.nn.Module):
+    """A GPT-2-style decoder: token and position embeddings, one pre-norm
+    block (fused q/k/v projection, causal softmax attention, GELU MLP), a
+    final LayerNorm and an output projection tied to the token embedding."""
+    V, S, D, H = 50, 8, 16, 2
+
+    def __init__(self):
+        super().__init__()
+        D = self.D
+        self.tok, self.pos = torch.nn.Embedding(self.V, D), torch.nn.Embedding(self.S, D)
+        self.ln1, self.ln2, self.ln_f = torch.nn.LayerNorm(D), torch.nn.LayerNorm(D), torch.nn.LayerNorm(D)
+        self.qkv, self.proj = torch.nn.Linear(D, 3 * D), torch.nn.Linear(D, D)
+        self.fc, self.out = torch.nn.Linear(D, 4 * D), torch.nn.Linear(4 * D, D)
+
+    def forward(self, ids):
+        B, S = ids.shape
+        D, H = self.D, self.H
+        x = self.tok(ids) + self.pos(torch.arange(S))
+        q, k, v = (t.reshape(B, S, H, D // H).transpose(1, 2) for t in self.qkv(self.ln1(x)).split(D, dim=-1))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)
+        causal = torch.ones(S, S, dtype=torch.bool).tril()
+        att = att.masked_fill(~causal, float("-inf")).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(B, S, D))
+        x = x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+        return torch.nn.functional.linear(self.ln_f(x), self.tok.weight)
+
+
+class MLM(torch.nn.Module):
+    """A BERT-style masked LM: embeddings and LayerNorm, one post-norm
+    encoder block with GELU, the MLM head (dense, GELU, LayerNorm, a decoder
+    tied to the token embedding with its own bias)."""
+    V, S, D = 40, 8, 16
+    MASK = V - 1  # the [MASK] token
+
+    def __init__(self):
+        super().__init__()
+        D = self.D
+        self.tok, self.pos = torch.nn.Embedding(self.V, D), torch.nn.Parameter(0.1 * torch.randn(self.S, D))
+        self.ln = torch.nn.LayerNorm(D)
+        self.encoder = torch.nn.TransformerEncoderLayer(D, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+        self.dense, self.head_ln = torch.nn.Linear(D, D), torch.nn.LayerNorm(D)
+        self.decoder_bias = torch.nn.Parameter(torch.zeros(self.V))
+
+    def forward(self, ids):
+        h = self.encoder(self.ln(self.tok(ids) + self.pos))
+        h = self.head_ln(torch.nn.functional.gelu(self.dense(h)))
+        return torch.nn.functional.linear(h, self.tok.weight, self.decoder_bias)
+
+
+def class_data(n, sample):
+    return torch.randn(n, *sample), torch.randint(0, 4, (n,))
+
+
+def gpt_data(n, _):
+    """Next-token labels; the last position and about a fifth of the others
+    ignored (-100), as padding would be."""
+    x = torch.randint(0, GPT.V, (n, GPT.S))
+    y = torch.full_like(x, -100)
+    y[:, :-1] = x[:, 1:]
+    y[torch.rand(n, GPT.S) < 0.2] = -100
+    return x, y
+
+
+def mlm_data(n, _):
+    """A quarter of the positions masked: their input is [MASK], their label
+    the original token; every other label ignored."""
+    tokens = torch.randint(0, MLM.MASK, (n, MLM.S))
+    masked = torch.rand(n, MLM.S) < 0.25
+    masked[:, 0] = True  # at least one counted label per sequence
+    return tokens.masked_fill(masked, MLM.MASK), torch.where(masked, tokens, torch.full_like(tokens, -100))
+
+
+# model -> (class, one sample's shape, batch, opset[, data(n, sample) -> (x, y)])
 MODELS = {
     "mlp": (MLP, (8,), 16, 13),
     "cnn": (CNN, (3, 8, 8), 8, 14),
     "cnn_bn9": (CNN, (3, 8, 8), 8, 13),
     "transformer": (Transformer, (6, 16), 8, 17),
+    "gpt": (GPT, (GPT.S,), 4, 14, gpt_data),
+    "mlm": (MLM, (MLM.S,), 4, 17, mlm_data),
 }
 
 
@@ -92,7 +171,9 @@ MODELS = {
 # key's score, q . b_k). Measured: they end up to ~3e-3 apart between two
 # correct implementations. They are compared under SGD (where noise moves
 # them by lr * 1e-9), reported but not compared under Adam.
-NOISE_DRIVEN = {"transformer": {"encoder.self_attn.in_proj_bias": slice(16, 32)}}
+NOISE_DRIVEN = {"transformer": {"encoder.self_attn.in_proj_bias": slice(16, 32)},
+                "gpt": {"qkv.bias": slice(16, 32)},
+                "mlm": {"encoder.self_attn.in_proj_bias": slice(16, 32)}}
 
 
 def read_safetensors(path):
@@ -111,9 +192,15 @@ def read_safetensors(path):
 
 
 def make(model):
-    cls, sample, batch, opset = MODELS[model]
+    cls, sample, batch, opset = MODELS[model][:4]
     torch.manual_seed(1)
     return cls(), sample, batch, opset
+
+
+def loss_of(logits, labels):
+    """torch's cross_entropy, over every position of token logits."""
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                             ignore_index=-100)
 
 
 def start_from(net, initializers):
@@ -142,7 +229,7 @@ def torch_run(model, initializers, x, y, opt_name):
         for b in range(BATCHES_PER_EPOCH):
             xb, yb = x[b * batch:(b + 1) * batch], y[b * batch:(b + 1) * batch]
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(xb), yb)
+            loss = loss_of(net(xb), yb)
             losses.append(loss.item())
             loss.backward()
             opt.step()
@@ -155,8 +242,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     net, sample, batch, opset = make(model)
     torch.manual_seed(0)
-    x = torch.randn(BATCHES_PER_EPOCH * batch, *sample)
-    y = torch.randint(0, 4, (BATCHES_PER_EPOCH * batch,))
+    data = MODELS[model][4] if len(MODELS[model]) > 4 else class_data
+    x, y = data(BATCHES_PER_EPOCH * batch, sample)
     onnx_path, data_path = os.path.join(work, model + ".onnx"), os.path.join(work, "data.npz")
     np.savez(data_path, x=x.numpy(), y=y.numpy())
     net.train()

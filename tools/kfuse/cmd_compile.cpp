@@ -39,6 +39,7 @@ std::string describeOptions(const CompileArgs& a) {
   if (a.batch > 0) s += str(" --batch=", a.batch);
   for (const std::string& sh : a.shapes) s += " --shape " + sh;
   if (a.train) s += str(" --train --loss=", a.opt.loss, " --optimizer=", a.opt.optimizer);
+  if (a.train && a.opt.ignoreIndex != -100) s += str(" --ignore-index=", a.opt.ignoreIndex);
   if (a.train && a.seed) s += str(" --seed=", a.seed);
   return s;
 }

@@ -32,6 +32,16 @@ Tensor toI64(const Tensor& t) {
   return out;
 }
 
+// The row-major coordinates of flat index i in `shape`.
+std::vector<int64_t> unflatten(int64_t i, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+
 }  // namespace
 
 Expected<Dataset> loadDataset(const std::string& path, const std::string& xKey, const std::string& yKey,
@@ -55,7 +65,7 @@ Expected<Dataset> loadDataset(const std::string& path, const std::string& xKey, 
 }
 
 Status checkDataset(const Dataset& d, const std::string& forward, const std::vector<NamedType>& inputs,
-                    const std::vector<TensorType>& outputs, int64_t batch, LossKind loss) {
+                    const std::vector<TensorType>& outputs, int64_t batch, LossKind loss, int64_t ignoreIndex) {
   if (inputs.size() != 1)
     return Error(str("kfuse train feeds one input array, but @", forward, " takes ", inputs.size(), " inputs"));
   const TensorType& in = inputs[0].type;
@@ -70,15 +80,30 @@ Status checkDataset(const Dataset& d, const std::string& forward, const std::vec
   if (outputs.empty()) return Error(str("@", forward, " returns nothing to train"));
   const TensorType& out = outputs[0];
   if (loss == LossKind::CrossEntropy) {
-    if (out.rank() != 2)
-      return Error(str("cross_entropy needs logits [batch, classes], but the model returns ", formatType(out)));
-    if (d.y.shape().size() != 1)
-      return Error(str("cross_entropy needs one class label per sample, got labels ", formatType(d.y.type())));
-    int64_t classes = out.shape[1];
+    if (out.rank() < 2)
+      return Error(str("cross_entropy needs logits [batch, classes] or [batch, ..., classes], but the model returns ",
+                       formatType(out)));
+    // One label per sample ([N]), or per position of token logits ([N, S]).
+    Shape perSample(out.shape.begin() + 1, out.shape.end() - 1);
+    Shape labels(d.y.shape().begin() + 1, d.y.shape().end());
+    if (labels != perSample) {
+      std::string want = "[N";
+      for (int64_t n : perSample) want += str(",", n);
+      return Error(str("cross_entropy over the model's logits ", formatType(out), " needs labels ", want, "] (",
+                       perSample.empty() ? "one class per sample" : "one class per position",
+                       "), but the labels are ", formatType(d.y.type())));
+    }
+    int64_t classes = out.shape.back();
+    int64_t perRow = std::max<int64_t>(d.y.numElements() / std::max<int64_t>(d.size(), 1), 1);
     for (int64_t i = 0; i < d.y.numElements(); ++i) {
       int64_t label = d.y.as<int64_t>()[i];
-      if (label < 0 || label >= classes)
-        return Error(str("label ", label, " of sample ", i, " is out of range for the model's ", classes, " classes"));
+      if (label == ignoreIndex) continue;
+      if (label < 0 || label >= classes) {
+        std::string where = perSample.empty() ? str("of sample ", i) : str("at sample ", i / perRow, " position ",
+                                                                          formatDims(unflatten(i % perRow, perSample)));
+        return Error(str("label ", label, " ", where, " is out of range for the model's ", classes,
+                         " classes (and is not the ignored label ", ignoreIndex, ", --ignore-index)"));
+      }
     }
   } else if (loss == LossKind::MSE) {
     Shape target(d.y.shape().begin() + 1, d.y.shape().end());
