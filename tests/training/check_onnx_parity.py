@@ -13,8 +13,12 @@ its five outputs, as PyTorch 1.13 exports it), transformer, gpt or mlm (a
 GPT-style decoder and a BERT-style masked LM: int64 token ids in, token
 logits [B, S, V] out, int64 labels [B, S] with -100 at ignored positions,
 trained with torch's cross_entropy(logits.view(-1, V), labels.view(-1))
-against kfuse train's token-level cross_entropy); TARGETs default to cpu
-and interpreter.
+against kfuse train's token-level cross_entropy) or cnn_dropout (a CNN with
+two nn.Dropout layers exported in training mode at opset 13, compared with
+dropout ON: torch applies the masks kfuse draws, computed here from the
+definition in ir/philox.h - Philox4x32-10 keyed by each Dropout node's seed,
+a hash of its name, counted by the 1-based step - so the two trainings see
+the same masks); TARGETs default to cpu and interpreter.
 The models are exported in training mode (torch.onnx.TrainingMode.TRAINING,
 no constant folding): an eval-mode export folds batch norms into the
 convolutions and merges initializers with equal values (zero biases, unit
@@ -130,6 +134,67 @@ class MLM(torch.nn.Module):
         return torch.nn.functional.linear(h, self.tok.weight, self.decoder_bias)
 
 
+class CNNDropout(torch.nn.Module):
+    """conv-bn-relu, dropout over the feature map (a 4-D tensor: its mask is
+    indexed in NCHW order whatever layout kfuse picks), pooling, a hidden
+    layer, dropout, the head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8)
+        self.drop1, self.drop2 = torch.nn.Dropout(0.2), torch.nn.Dropout(0.5)
+        self.fc1, self.fc2 = torch.nn.Linear(8 * 4 * 4, 32), torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(self.drop1(torch.relu(self.bn(self.conv(x)))), 2)
+        return self.fc2(self.drop2(torch.relu(self.fc1(torch.flatten(x, 1)))))
+
+
+def philox_keep(seed, step, n, ratio):
+    """kfuse's dropout mask (ir/philox.h): Philox4x32-10 of counter (index,
+    step) under key seed; keep iff its first word's top 24 bits, as a
+    fraction of 2^24, are >= ratio. Vectorised over the n flat indices."""
+    m32 = np.uint64(0xFFFFFFFF)
+    s, t = seed & (2**64 - 1), step & (2**64 - 1)
+    idx = np.arange(n, dtype=np.uint64)
+    c0, c1 = idx & m32, idx >> np.uint64(32)
+    c2, c3 = np.full(n, t & 0xFFFFFFFF, np.uint64), np.full(n, t >> 32, np.uint64)
+    k0, k1 = np.uint64(s & 0xFFFFFFFF), np.uint64(s >> 32)
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c0, np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0) & m32, p1 & m32, ((p0 >> np.uint64(32)) ^ c3 ^ k1) & m32, \
+            p0 & m32
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m32, (k1 + np.uint64(0xBB67AE85)) & m32
+    return (c0 >> np.uint64(8)) >= np.uint64(math.ceil(ratio * 2**24))
+
+
+# Known answers of tests/ops/gen_norm.py's scalar Philox, itself checked
+# against Random123's test vectors.
+assert [int(v) for v in philox_keep(0x123456789abcdef0, 2**33 + 5, 12, 0.5)] == [1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 1]
+
+
+def node_seed(name):
+    """The seed kfuse gives an ONNX Dropout without a seed attribute:
+    FNV-1a (64-bit) of its node name."""
+    h = 0xcbf29ce484222325
+    for ch in name.encode():
+        h = ((h ^ ch) * 0x100000001b3) & (2**64 - 1)
+    return h
+
+
+class PhiloxDropout(torch.nn.Module):
+    """nn.Dropout with kfuse's masks: those of `step` (set before each
+    training step) under `seed`."""
+
+    def __init__(self, ratio, seed):
+        super().__init__()
+        self.ratio, self.seed, self.step = ratio, seed, 0
+
+    def forward(self, x):
+        keep = philox_keep(self.seed, self.step, x.numel(), self.ratio).reshape(x.shape)
+        return x * torch.from_numpy(keep.astype(np.float32)) / (1 - self.ratio)
+
+
 def class_data(n, sample):
     return torch.randn(n, *sample), torch.randint(0, 4, (n,))
 
@@ -161,6 +226,7 @@ MODELS = {
     "transformer": (Transformer, (6, 16), 8, 17),
     "gpt": (GPT, (GPT.S,), 4, 14, gpt_data),
     "mlm": (MLM, (MLM.S,), 4, 17, mlm_data),
+    "cnn_dropout": (CNNDropout, (3, 8, 8), 8, 13),
 }
 
 
@@ -217,17 +283,35 @@ def start_from(net, initializers):
     net.load_state_dict(state)
 
 
-def torch_run(model, initializers, x, y, opt_name):
+def philox_dropouts(net, onnx_model):
+    """Replaces net's nn.Dropout modules by PhiloxDropout, each seeded as
+    kfuse seeds the exported node ('/drop1/Dropout' for module drop1)."""
+    found = []
+    for node in onnx_model.graph.node:
+        if node.op_type != "Dropout":
+            continue
+        path = node.name.strip("/").rsplit("/", 1)[0].replace("/", ".")
+        module = net.get_submodule(path)
+        assert isinstance(module, torch.nn.Dropout), (node.name, module)
+        setattr(net, path, PhiloxDropout(module.p, node_seed(node.name)))
+        found.append(getattr(net, path))
+    return found
+
+
+def torch_run(model, initializers, x, y, opt_name, onnx_model):
     """Losses of every step and the final state_dict, trained in train()."""
     net, _, batch, _ = make(model)
     start_from(net, initializers)
     net.train()
+    dropouts = philox_dropouts(net, onnx_model)
     cls, kw, _ = OPTIMIZERS[opt_name]
     opt = cls(net.parameters(), **kw)
     losses = []
     for _ in range(EPOCHS):
         for b in range(BATCHES_PER_EPOCH):
             xb, yb = x[b * batch:(b + 1) * batch], y[b * batch:(b + 1) * batch]
+            for d in dropouts:
+                d.step = len(losses) + 1  # kfuse train's %step: 1-based
             opt.zero_grad()
             loss = loss_of(net(xb), yb)
             losses.append(loss.item())
@@ -249,11 +333,12 @@ def main():
     net.train()
     torch.onnx.export(net, x[:batch], onnx_path, opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["x"], output_names=["logits"])
-    initializers = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
+    onnx_model = onnx.load(onnx_path)
+    initializers = {t.name: onnx.numpy_helper.to_array(t) for t in onnx_model.graph.initializer}
 
     failures = []
     for opt_name, (_, _, flags) in OPTIMIZERS.items():
-        want_losses, want_state = torch_run(model, initializers, x, y, opt_name)
+        want_losses, want_state = torch_run(model, initializers, x, y, opt_name, onnx_model)
         for target in targets:
             tag = "%s/%s/%s" % (model, opt_name, target)
             log, weights = (os.path.join(work, "%s_%s.%s" % (opt_name, target, ext))
