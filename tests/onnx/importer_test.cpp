@@ -479,6 +479,43 @@ TEST(Importer, TrainingDropoutRatioMustBeKnownAndBelowOne) {
             "the graph input 'r' at run time (kfuse needs static shapes; data-dependent ones are not supported)");
 }
 
+// Malformed training-mode inputs are errors naming the node and the input.
+TEST(Importer, TrainingDropoutAndBatchNormRejectMalformedModes) {
+  ModelBuilder twoModes(13);
+  twoModes.input("x", {4, 64}).output("y", {4, 64});
+  Tensor modes(TensorType(DType::Bool, {2}));
+  modes.set(0, 1);
+  twoModes.initializer("training", modes).initializer("ratio", Tensor::scalar(DType::F32, 0.5));
+  twoModes.node("Dropout", {"x", "ratio", "training"}, {"y"}, "/drop");
+  auto a = importModel(twoModes.model());
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().message(),
+            "test.onnx: node '/drop' (Dropout), opset 13: input 2 (training_mode) must be one boolean, got bool[2]");
+
+  ModelBuilder intRatio(13);
+  intRatio.input("x", {4, 64}).output("y", {4, 64});
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  intRatio.initializer("training", on).initializer("ratio", i64({0}, {}));
+  intRatio.node("Dropout", {"x", "ratio", "training"}, {"y"}, "/drop");
+  auto b = importModel(intRatio.model());
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().message(), "test.onnx: node '/drop' (Dropout), opset 13: input 1 (ratio) must be one "
+                                 "floating-point number, got i64[]");
+
+  ModelBuilder testWithStats(6);
+  testWithStats.input("x", {2, 2, 1, 2}).output("y", {2, 2, 1, 2}).output("rm", {2});
+  auto f32 = [](std::vector<double> v) { return Tensor::fromDoubles(TensorType(DType::F32, {2}), v); };
+  testWithStats.initializer("s", f32({1, 1})).initializer("b", f32({0, 0}));
+  testWithStats.initializer("m", f32({0, 0})).initializer("v", f32({1, 1}));
+  setInt(testWithStats.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "rm", "rv", "sm", "sv"}, "/bn"),
+         "is_test", 1);
+  auto c = importModel(testWithStats.model());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message(), "test.onnx: node '/bn' (BatchNormalization), opset 6: is_test = 1 with "
+                                 "running-statistics outputs (they exist in training only)");
+}
+
 TEST(OpTable, ResolvesSchemaVersionsAtTheModelsOpset) {
   OpResolution softmax12 = resolveOp("", "Softmax", 12);
   ASSERT_TRUE(softmax12.lowering);
