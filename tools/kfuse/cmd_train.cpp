@@ -121,7 +121,7 @@ Expected<double> accuracy(Session& t, const Dataset& d, int64_t batch, int64_t i
   int64_t correct = 0, seen = 0;
   int64_t perSample = d.size() ? d.y.numElements() / d.size() : 0;
   for (int64_t b = 0; b + batch <= d.size(); b += batch) {
-    KF_ASSIGN_OR_RETURN(auto out, t.eval({gatherRows(d.x, order, b, batch)}));
+    KF_ASSIGN_OR_RETURN(auto out, t.eval(d.inputRows(order, b, batch)));
     const Tensor& logits = out[0];
     int64_t classes = logits.shape().back();
     const int64_t* labels = d.y.as<int64_t>() + b * perSample;
@@ -246,7 +246,7 @@ int runTrain(const TrainArgs& a) {
     std::vector<int64_t> order = epochOrder(data->size(), !a.noShuffle, a.seed, epoch);
     double sum = 0;
     for (int64_t b = 0; b < batches; ++b) {
-      auto loss = trainer.step({gatherRows(data->x, order, b * batch, batch)},
+      auto loss = trainer.step(data->inputRows(order, b * batch, batch),
                                    gatherRows(data->y, order, b * batch, batch), a.lr);
       if (!loss) return fail(loss.error());
       sum += *loss;
@@ -279,7 +279,8 @@ Action addTrainCommand(CLI::App& app) {
                   "Model (.kir or .onnx; its first function is the forward), or a training package (.kfpkg)")
       ->required();
   cmd->add_option("--data", a->data, "Dataset (.npz or .safetensors) with inputs and labels")->required();
-  cmd->add_option("--x-key", a->xKey, "Name of the input array (default x)");
+  cmd->add_option("--x-key", a->xKey,
+                  "Name of the input array (default x); a model with several inputs takes one per input: A,B,...");
   cmd->add_option("--y-key", a->yKey, "Name of the label array (default y)");
   addOptimizerFlags(cmd, a->opt);
   cmd->add_option("--lr", a->lr, "Learning rate (a runtime input: changing it never recompiles)");

@@ -27,3 +27,7 @@ np.savez(os.path.join(out, "tokens.npz"), x=ids, y=labels)
 np.savez(os.path.join(out, "tokens_bad_label.npz"), x=ids, y=np.where((np.arange(18) == 13).reshape(6, 3), 9, labels))
 np.savez(os.path.join(out, "tokens_flat_labels.npz"), x=ids, y=labels[:, 0])
 np.savez(os.path.join(out, "tokens_ignore7.npz"), x=ids, y=np.where(labels == -100, 7, labels))
+# A second input for tiny_lm_mask.kir: 1 where a position counts, 0 at padding.
+keep = (labels != -100).astype(np.float32)
+np.savez(os.path.join(out, "tokens_keep.npz"), x=ids, keep=keep, y=labels)
+np.savez(os.path.join(out, "tokens_keep_i64.npz"), x=ids, keep=keep.astype(np.int64), y=labels)
