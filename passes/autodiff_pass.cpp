@@ -3,6 +3,7 @@
 //   loss=cross_entropy|mse|none   optimizer=sgd|adam|adamw|none
 //   momentum= dampening= nesterov= weight-decay= beta1= beta2= eps=
 //   bn-momentum= keep-outputs=true|false
+//   ignore-index=N (cross_entropy, default -100) dropout-seed=N (default 0)
 //   func=NAME  only this function (default: every function)
 #include <charconv>
 
@@ -33,6 +34,14 @@ Expected<double> number(const std::string& key, const std::string& v) {
   auto res = std::from_chars(v.data(), v.data() + v.size(), out);
   if (res.ec != std::errc() || res.ptr != v.data() + v.size())
     return Error(str("autodiff option ", key, "=", v, " is not a number"));
+  return out;
+}
+
+Expected<int64_t> integer(const std::string& key, const std::string& v) {
+  int64_t out = 0;
+  auto res = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (res.ec != std::errc() || res.ptr != v.data() + v.size())
+    return Error(str("autodiff option ", key, "=", v, " is not a 64-bit integer"));
   return out;
 }
 
@@ -71,12 +80,17 @@ Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options) {
       KF_ASSIGN_OR_RETURN(opts.bnMomentum, number(key, v));
     } else if (key == "keep-outputs") {
       KF_ASSIGN_OR_RETURN(opts.keepOutputs, boolean(key, v));
+    } else if (key == "ignore-index") {
+      KF_ASSIGN_OR_RETURN(opts.ignoreIndex, integer(key, v));
+    } else if (key == "dropout-seed") {
+      KF_ASSIGN_OR_RETURN(int64_t seed, integer(key, v));
+      opts.dropoutSeed = static_cast<uint64_t>(seed);
     } else if (key == "func") {
       func = v;
     } else {
       return Error(str("pass 'autodiff' has no option '", key,
                        "' (options: loss, optimizer, momentum, dampening, nesterov, weight-decay, beta1, beta2, eps, "
-                       "bn-momentum, keep-outputs, func)"));
+                       "bn-momentum, keep-outputs, ignore-index, dropout-seed, func)"));
     }
   }
   return createAutodiffPass(opts, func);

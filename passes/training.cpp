@@ -33,22 +33,34 @@ Status check(const GradBuilder& b, std::string_view what) {
   return Error(str(what, ": ", b.error()));
 }
 
-Expected<Value*> addLoss(Graph& g, LossKind kind) {
+Expected<Value*> addLoss(Graph& g, const TrainingOptions& opts) {
   Value* out = g.results()[0];
   const TensorType& t = out->type();
   GradBuilder b(g);
-  switch (kind) {
+  switch (opts.loss) {
     case LossKind::None:
       if (t.rank() != 0 || !isFloat(t.dtype))
         return Error(str("--loss=none needs a function whose first result is a floating-point scalar, got ",
                          formatType(t)));
       return out;
     case LossKind::CrossEntropy: {
-      if (t.rank() != 2 || !isFloat(t.dtype))
-        return Error(str("cross_entropy needs logits [batch, classes] as the first result, got ", formatType(t),
-                         " (mse fits other outputs)"));
-      Value* labels = g.addArgument("labels", TensorType(DType::I64, {t.shape[0]}));
-      Value* loss = b.op(Op::CrossEntropy, {out, labels});
+      if (t.rank() < 2 || !isFloat(t.dtype))
+        return Error(str("cross_entropy needs logits [batch, classes] (or [batch, ..., classes]) as the first result, "
+                         "got ",
+                         formatType(t), " (mse fits other outputs)"));
+      // Token logits [B, S, ..., V]: one row per position, as torch users
+      // write cross_entropy(logits.view(-1, V), labels.view(-1)).
+      Shape labelShape(t.shape.begin(), t.shape.end() - 1);
+      Value* labels = g.addArgument("labels", TensorType(DType::I64, labelShape));
+      Value* logits = out;
+      Value* rows = labels;
+      if (t.rank() > 2) {
+        int64_t positions = 1;
+        for (int64_t d : labelShape) positions *= d;
+        logits = b.op(Op::Reshape, {out}, {{"shape", Attribute(std::vector<int64_t>{positions, t.shape.back()})}});
+        rows = b.op(Op::Reshape, {labels}, {{"shape", Attribute(std::vector<int64_t>{positions})}});
+      }
+      Value* loss = b.op(Op::CrossEntropy, {logits, rows}, {{"ignore_index", opts.ignoreIndex}});
       KF_RETURN_IF_ERROR(check(b, "cross_entropy"));
       return loss;
     }
@@ -120,15 +132,21 @@ Status trainBatchNorms(Graph& g, double momentum) {
   return Status::ok();
 }
 
-// Dropouts without a step operand draw their masks from the training step.
-Status stepDropouts(Graph& g, Value* step) {
+// Dropouts without a step operand draw their masks from the training step,
+// with their seed mixed with `dropoutSeed` (a Weyl step: 0 changes nothing).
+Status stepDropouts(Graph& g, Value* step, uint64_t dropoutSeed) {
   for (Node* n : g.nodes()) {
     if (!n->is(Op::Dropout) || n->numOperands() != 1) continue;
-    auto replaced = buildNode(g, Op::Dropout, {n->operand(0), step}, n->attrs(), n);
+    AttrMap attrs = n->attrs();
+    auto seed = static_cast<uint64_t>(n->attr("seed").asInt()) + dropoutSeed * 0x9E3779B97F4A7C15ull;
+    attrs["seed"] = static_cast<int64_t>(seed);
+    auto replaced = buildNode(g, Op::Dropout, {n->operand(0), step}, attrs, n);
     if (!replaced) return replaced.error();
     (*replaced)->copyProvenance(*n);
-    (*replaced)->result()->setName(n->result()->name());
-    g.replaceAllUsesWith(n->result(), (*replaced)->result());
+    for (size_t i = 0; i < n->numResults(); ++i) {
+      (*replaced)->result(i)->setName(n->result(i)->name());
+      g.replaceAllUsesWith(n->result(i), (*replaced)->result(i));
+    }
     g.eraseNode(n);
   }
   return Status::ok();
@@ -205,15 +223,14 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
       return Error(str("function @", g.name(), " already updates trainable parameter @", u.param,
                        " (is it a training step already?)"));
   }
-  std::vector<Value*> outputs = g.results();
   std::set<const Node*> forward = nodeSet(g);
-  KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts.loss));
+  KF_ASSIGN_OR_RETURN(Value * loss, addLoss(g, opts));
   tagNewNodes(g, forward, Phase::Loss);
   loss->setName("loss");
   Value* lr = g.addArgument("lr", TensorType(DType::F32, {}));
   Value* step = g.addArgument("step", TensorType(DType::I64, {}));
   KF_RETURN_IF_ERROR(trainBatchNorms(g, opts.bnMomentum));
-  KF_RETURN_IF_ERROR(stepDropouts(g, step));
+  KF_RETURN_IF_ERROR(stepDropouts(g, step, opts.dropoutSeed));
 
   std::vector<Value*> trainable;
   for (Value* p : g.paramValues()) {
@@ -231,6 +248,9 @@ Status makeTrainingStep(Graph& g, const TrainingOptions& opts) {
     KF_RETURN_IF_ERROR(addUpdate(g, p, it->second, lr, step, opts.optimizer));
   }
   tagNewNodes(g, beforeUpdates, Phase::Optimizer);
+  // The forward's results, as rewritten (a dropout or batch norm returned
+  // by the forward is a new node's result now).
+  std::vector<Value*> outputs = g.results();
   std::vector<Value*> results{loss};
   if (opts.keepOutputs) results.insert(results.end(), outputs.begin(), outputs.end());
   g.setResults(results);

@@ -160,6 +160,10 @@ LoweringContext::LoweringContext(ImportState& s, const onnx::NodeProto& node, in
 
 const std::string& LoweringContext::opType() const { return node_.op_type(); }
 
+const std::string& LoweringContext::nodeName() const {
+  return node_.name().empty() && node_.output_size() > 0 ? node_.output(0) : node_.name();
+}
+
 size_t LoweringContext::numInputs() const { return static_cast<size_t>(node_.input_size()); }
 
 bool LoweringContext::hasInput(size_t i) const { return i < numInputs() && !node_.input(static_cast<int>(i)).empty(); }
@@ -238,6 +242,9 @@ Expected<std::vector<Value*>> LoweringContext::buildMulti(std::string_view op, c
   KF_ASSIGN_OR_RETURN(Node* n, buildNode(state_.graph(), op, operands, std::move(attrs)));
   n->sourceName = sourceNameOf(node_);
   n->sourceOp = node_.op_type();
+  // A dropout stays a node even over constants: a training step built from
+  // the function gives it the step, and it draws a new mask every step.
+  if (n->is(Op::Dropout)) return n->results();
   std::vector<const Tensor*> inputs;
   int64_t inElems = 0, outElems = 0;
   for (Value* v : operands) {

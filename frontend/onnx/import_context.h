@@ -89,6 +89,9 @@ class LoweringContext {
 
   // ---- the ONNX node
   const std::string& opType() const;
+  // The node's name, or its first output's when it has none (unique in a
+  // well-formed graph either way).
+  const std::string& nodeName() const;
   // The since_version of the op's schema at the model's opset (Softmax-1,
   // -11 and -13 differ in meaning).
   int version() const { return version_; }

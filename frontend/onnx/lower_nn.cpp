@@ -188,7 +188,7 @@ Status lowerGlobalPool(LoweringContext& c) {
 
 // ---------------------------------------------------------------- normalisation
 
-// BatchNormalization in training mode (opset 14: training_mode = 1):
+// BatchNormalization in training mode (see batchNormTraining):
 // normalised with the batch's statistics; the optional outputs are the
 // updated running statistics, momentum * running + (1 - momentum) * batch
 // (the batch's population variance, as the ONNX spec says).
@@ -204,6 +204,10 @@ Status lowerBatchNormTraining(LoweringContext& c, const std::vector<Value*>& in,
   KF_ASSIGN_OR_RETURN(double momentum, c.attrs().getFloat("momentum", 0.9));
   KF_ASSIGN_OR_RETURN(auto ys, c.buildMulti("batch_norm_train", {in[0], in[1], in[2]}, {{"epsilon", eps}}));
   c.setOutput(0, ys[0]);
+  c.setOutput(3, ys[1]);  // saved_mean (opsets before 14): the batch mean
+  if (c.hasOutput(4)) {   // saved_var, unread (lowerBatchNorm refuses a read one): the batch variance
+    c.setOutput(4, ys[2]);
+  }
   const TensorType& x = in[0]->type();
   double count = static_cast<double>(x.numElements()) / static_cast<double>(x.shape[1]);
   for (size_t i = 1; i <= 2; ++i) {
@@ -224,19 +228,44 @@ Status lowerBatchNormTraining(LoweringContext& c, const std::vector<Value*>& in,
   return Status::ok();
 }
 
+// Whether a BatchNormalization runs in training mode, one rule per range
+// of versions:
+//   6:      the is_test attribute (default 0: training);
+//   7-13:   ONNX's "output case #1": a node with running-statistics
+//           outputs (Y, mean, var, saved_mean, saved_var) trains, Y alone
+//           is inference. torch.onnx.export in training mode at opsets 9-13
+//           gives all five outputs, reading none;
+//   14, 15: the training_mode attribute; statistics outputs without it are
+//           invalid.
+Expected<bool> batchNormTraining(LoweringContext& c) {
+  bool statsOut = false;
+  for (size_t i = 1; i < c.numOutputs(); ++i) statsOut |= c.hasOutput(i);
+  if (c.version() < 7) {
+    KF_ASSIGN_OR_RETURN(int64_t isTest, c.attrs().getInt("is_test", 0));
+    if (isTest && statsOut) return Error("is_test = 1 with running-statistics outputs (they exist in training only)");
+    return isTest == 0;
+  }
+  if (c.version() < 14) return statsOut;
+  KF_ASSIGN_OR_RETURN(int64_t training, c.attrs().getInt("training_mode", 0));
+  if (!training && statsOut)
+    return Error("running_mean / running_var outputs with training_mode = 0 (they exist in training only)");
+  return training != 0;
+}
+
 Status lowerBatchNorm(LoweringContext& c) {
   KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
   KF_RETURN_IF_ERROR(requireFloat(c, x, "input"));
   KF_ASSIGN_OR_RETURN(double eps, c.attrs().getFloat("epsilon", 1e-5));
-  KF_ASSIGN_OR_RETURN(int64_t training, c.attrs().getInt("training_mode", 0));
-  KF_ASSIGN_OR_RETURN(int64_t isTest, c.attrs().getInt("is_test", c.version() < 7 ? 0 : 1));
   KF_ASSIGN_OR_RETURN(int64_t spatial, c.attrs().getInt("spatial", 1));
   c.attrs().ignore("consumed_inputs");
-  bool statsOut = false;
-  for (size_t i = 1; i < c.numOutputs(); ++i) statsOut |= c.hasOutput(i);
-  if (!isTest || (statsOut && !training))
-    return c.unsupported("BatchNormalization in the training mode of opsets before 14");
+  KF_ASSIGN_OR_RETURN(bool training, batchNormTraining(c));
   if (!spatial) return c.unsupported("BatchNormalization with spatial = 0");
+  // saved_var: the spec says "saved variance", but runtimes disagree on what
+  // it holds (Caffe2, cuDNN and onnxruntime keep 1 / sqrt(var + epsilon));
+  // no exporter reads it. saved_mean is the batch mean everywhere.
+  if (c.version() < 14 && c.isOutputConsumed(4))
+    return c.unsupported("BatchNormalization's saved_var output read by the graph (runtimes disagree on whether "
+                         "it is the batch variance or 1 / sqrt(variance + epsilon))");
   std::vector<Value*> operands{x};
   for (size_t i = 1; i <= 4; ++i) {
     KF_ASSIGN_OR_RETURN(Value* v, c.input(i));
@@ -368,32 +397,89 @@ Status lowerLRN(LoweringContext& c) {
 
 // ---------------------------------------------------------------- dropout, softmax
 
-// Dropout at inference is the identity, and its mask is all true. Training
-// mode (random masks) is unsupported unless the ratio is 0.
-Status lowerDropout(LoweringContext& c) {
-  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
-  c.attrs().ignore("seed");
-  c.attrs().ignore("ratio");
-  c.attrs().ignore("consumed_inputs");
+// A dropout node's seed: its `seed` attribute (opset 12 on) when given,
+// else FNV-1a of its name, so that each node draws its own masks and the
+// same model always draws the same ones.
+Expected<int64_t> dropoutSeed(LoweringContext& c) {
+  if (c.version() >= 12 && c.attrs().has("seed")) return c.attrs().getInt("seed");
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : c.nodeName()) h = (h ^ ch) * 0x100000001b3ull;
+  return static_cast<int64_t>(h);
+}
+
+// Whether the node drops in training mode, and its ratio:
+//   6:      the is_test attribute (default 0: training) and the ratio attribute;
+//   7, 10:  no mode in the model (ONNX leaves it to the runtime): inference,
+//           as onnxruntime runs them;
+//   12 on:  the training_mode input (default false) and the ratio input
+//           (default 0.5), both known at import.
+struct DropoutMode {
   bool training = false;
+  double ratio = 0.5;
+};
+
+Expected<DropoutMode> dropoutMode(LoweringContext& c) {
+  DropoutMode m;
   if (c.version() < 7) {
     KF_ASSIGN_OR_RETURN(int64_t isTest, c.attrs().getInt("is_test", 0));
-    training = isTest == 0;
-  } else if (c.version() >= 12 && c.hasInput(2)) {
+    KF_ASSIGN_OR_RETURN(m.ratio, c.attrs().getFloat("ratio", 0.5));
+    m.training = isTest == 0;
+  } else if (c.version() < 12) {
+    c.attrs().ignore("ratio");
+  } else if (c.hasInput(2)) {
     KF_ASSIGN_OR_RETURN(Tensor mode, c.constantInput(2));
-    training = mode.numElements() > 0 && mode.at(0) != 0;
-    if (training && c.hasInput(1)) {
+    if (mode.numElements() != 1)
+      return Error(str("input 2 (training_mode) must be one boolean, got ", formatType(mode.type())));
+    m.training = mode.at(0) != 0;
+    if (m.training && c.hasInput(1)) {
       KF_ASSIGN_OR_RETURN(Tensor ratio, c.constantInput(1));
-      training = ratio.numElements() > 0 && ratio.at(0) != 0;
+      if (ratio.numElements() != 1 || !isFloat(ratio.dtype()))
+        return Error(str("input 1 (ratio) must be one floating-point number, got ", formatType(ratio.type())));
+      m.ratio = ratio.at(0);
     }
   }
-  if (training) return c.unsupported("Dropout in training mode (random masks)");
-  c.setOutput(0, x);
-  if (c.hasOutput(1)) {  // the mask: bool since opset 10, x's type before
-    Tensor ones = Tensor::scalar(c.version() < 10 ? x->type().dtype : DType::Bool, 1);
-    KF_ASSIGN_OR_RETURN(Value* mask, c.build("expand", {c.constant(ones)}, {{"shape", Attribute(x->type().shape)}}));
-    c.setOutput(1, mask);
+  if (m.training && !(m.ratio >= 0 && m.ratio < 1))
+    return Error(str("ratio = ", m.ratio, " must be in [0, 1)"));
+  return m;
+}
+
+// Dropout. At inference (and with ratio 0) the identity, its mask all true.
+// In training mode kfuse's dropout op: y = x / (1 - ratio) where kept, 0
+// elsewhere, the mask a Philox4x32-10 draw from (seed, step, element index)
+// (ir/philox.h). The imported function draws with step 0; a training step
+// built from it (kfuse train) draws a fresh mask every step, as dropouts
+// of kfuse's own traced models do (passes/training.cpp).
+Status lowerDropout(LoweringContext& c) {
+  KF_ASSIGN_OR_RETURN(Value* x, c.input(0));
+  c.attrs().ignore("consumed_inputs");
+  KF_ASSIGN_OR_RETURN(DropoutMode mode, dropoutMode(c));
+  KF_ASSIGN_OR_RETURN(int64_t seed, dropoutSeed(c));
+  // The mask is bool since opset 10, x's type before.
+  DType maskType = c.version() < 10 ? x->type().dtype : DType::Bool;
+  if (!mode.training || mode.ratio == 0) {
+    c.setOutput(0, x);
+    if (c.hasOutput(1)) {
+      KF_ASSIGN_OR_RETURN(Value* mask, c.build("expand", {c.constant(Tensor::scalar(maskType, 1))},
+                                               {{"shape", Attribute(x->type().shape)}}));
+      c.setOutput(1, mask);
+    }
+    return Status::ok();
   }
+  KF_RETURN_IF_ERROR(requireFloat(c, x, "input"));
+  AttrMap attrs{{"ratio", mode.ratio}, {"seed", seed}};
+  // Only a mask something reads is computed with y. An unread one (PyTorch's
+  // exports never read theirs) comes from a node of its own that DCE removes.
+  bool maskRead = c.isOutputConsumed(1);
+  attrs["mask"] = maskRead;
+  KF_ASSIGN_OR_RETURN(auto ys, c.buildMulti("dropout", {x}, attrs));
+  c.setOutput(0, ys[0]);
+  if (!c.hasOutput(1)) return Status::ok();
+  if (!maskRead) {
+    attrs["mask"] = true;
+    KF_ASSIGN_OR_RETURN(ys, c.buildMulti("dropout", {x}, attrs));
+  }
+  KF_ASSIGN_OR_RETURN(Value* mask, castTo(c, ys[1], maskType));
+  c.setOutput(1, mask);
   return Status::ok();
 }
 
@@ -428,11 +514,14 @@ const std::vector<OpLowering> kTable = {
     {"AveragePool", {1, 7, 10, 11, 19, 22}, lowerPool, "avg_pool2d (1-D through unsqueeze/squeeze)"},
     {"GlobalAveragePool", {1, 22}, lowerGlobalPool, "global_avg_pool2d (rank 4) or reduce_mean"},
     {"GlobalMaxPool", {1, 22}, lowerGlobalPool, "reduce_max"},
-    {"BatchNormalization", {6, 7, 9, 14, 15}, lowerBatchNorm, "batch_norm (training_mode: batch_norm_train + running-stat updates)"},
+    {"BatchNormalization", {6, 7, 9, 14, 15}, lowerBatchNorm,
+     "batch_norm (training mode: batch_norm_train + running-stat updates; from training_mode since 14, the "
+     "statistics outputs in 7-13, is_test in 6)"},
     {"InstanceNormalization", {6, 22}, lowerInstanceNorm, "layer_norm + mul + add"},
     {"LayerNormalization", {17}, lowerLayerNorm, "layer_norm (Mean, InvStdDev: reduce_mean + sub + mul + reduce_mean + add + rsqrt)"},
     {"LRN", {1, 13}, lowerLRN, "mul + avg_pool2d + mul + add + pow + div"},
-    {"Dropout", {6, 7, 10, 12, 13, 22}, lowerDropout, "nothing (inference)"},
+    {"Dropout", {6, 7, 10, 12, 13, 22}, lowerDropout,
+     "nothing (inference); training mode: dropout (Philox mask from seed, step and element)"},
     {"Softmax", {1, 11, 13}, lowerSoftmax, "softmax (opset < 13: reshape + softmax + reshape)"},
     {"LogSoftmax", {1, 11, 13}, lowerSoftmax, "log_softmax (opset < 13: reshape + log_softmax + reshape)"},
 };

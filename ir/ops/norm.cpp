@@ -439,10 +439,13 @@ void registerDropout(OpRegistry& r) {
   OpDef d;
   d.name = "dropout";
   d.summary = "training dropout: y = keep ? x / (1 - ratio) : 0, keep drawn by Philox4x32-10 from "
-              "(seed, step, element index) (see ir/philox.h); optional operand step: i64[]";
+              "(seed, step, element index) (see ir/philox.h); optional operand step: i64[]; mask = true adds "
+              "a second result, keep itself (bool, x's shape), as ONNX's and torch's dropouts return it";
   d.minInputs = 1;
   d.maxInputs = 2;
-  d.attrs = {{"ratio", AttrKind::Float, Attribute(0.5)}, {"seed", AttrKind::Int, Attribute(0)}};
+  d.attrs = {{"ratio", AttrKind::Float, Attribute(0.5)},
+             {"seed", AttrKind::Int, Attribute(0)},
+             {"mask", AttrKind::Bool, Attribute(false)}};
   d.fusion = FusionClass::Elementwise;
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
     KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
@@ -452,7 +455,8 @@ void registerDropout(OpRegistry& r) {
     }
     double ratio = c.getFloat("ratio");
     if (!(ratio >= 0.0 && ratio < 1.0)) return Error(str("attribute ratio = ", ratio, " must be in [0, 1)"));
-    return one(c.inputs[0]);
+    if (!c.getBool("mask")) return one(c.inputs[0]);
+    return std::vector<TensorType>{c.inputs[0], TensorType(DType::Bool, c.inputs[0].shape, c.inputs[0].layout)};
   };
   d.reference = [](const OpCall& c, std::span<const Tensor* const> in,
                    std::span<const TensorType> out) -> Expected<std::vector<Tensor>> {
@@ -461,12 +465,15 @@ void registerDropout(OpRegistry& r) {
     // Read the step's bits directly: Tensor::at goes through double.
     int64_t step = in.size() > 1 ? in[1]->as<int64_t>()[0] : 0;
     uint32_t threshold = philox::dropoutThreshold(ratio);
-    Tensor y(out[0]);
+    std::vector<Tensor> results;
+    for (const TensorType& t : out) results.emplace_back(t);
+    Tensor& y = results[0];
     for (int64_t i = 0; i < y.numElements(); ++i) {
       bool keep = (philox::dropoutBits(seed, step, i) >> 8) >= threshold;
       y.set(i, keep ? in[0]->at(i) / (1.0 - ratio) : 0.0);
+      if (results.size() > 1) results[1].set(i, keep ? 1.0 : 0.0);
     }
-    return std::vector<Tensor>{std::move(y)};
+    return results;
   };
   r.add(std::move(d));
 }

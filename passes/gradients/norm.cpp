@@ -108,7 +108,9 @@ std::vector<Value*> dropoutGrad(GradBuilder& b, const Node& n, std::span<Value* 
   std::vector<Value*> operands = {dys[0]};
   if (n.numOperands() > 1) operands.push_back(n.operand(1));
   std::vector<Value*> grads(n.numOperands(), nullptr);
-  grads[0] = b.op(Op::Dropout, operands, n.attrs());
+  AttrMap attrs = n.attrs();
+  attrs["mask"] = false;  // the mask (a bool result, when the forward returns it) has no gradient
+  grads[0] = b.op(Op::Dropout, operands, attrs);
   return grads;
 }
 

@@ -3,6 +3,9 @@
 // are collected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "frontend/onnx/attributes.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/op_table.h"
@@ -248,6 +251,269 @@ TEST(Importer, TrainingBatchNormStatisticsOutputsFollowTheSpec) {
   std::vector<double> var = out->outputs[2].toDoubles();
   EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 3.5, 1e-6);
   EXPECT_NEAR(var[1], 0.9 * 1 + 0.1 * 8, 1e-6);
+}
+
+// BatchNormalization-9 (opsets 9-13) as torch.onnx.export writes it in
+// training mode: all five outputs (Y, mean, var, saved_mean, saved_var),
+// none read. Training is told by the outputs; the running statistics
+// update as torch's buffers do, through the same lowering as opset 14's.
+ModelBuilder fiveOutputBatchNorm(std::vector<std::string> graphOutputs, std::vector<std::string> nodeOutputs = {
+                                                                             "y", "rm", "rv", "sm", "sv"}) {
+  ModelBuilder b(13);
+  b.input("x", {2, 2, 1, 2});
+  for (const auto& o : graphOutputs) b.output(o, o == "y" ? std::vector<int64_t>{2, 2, 1, 2} : std::vector<int64_t>{2});
+  auto f32 = [](std::vector<double> v) { return Tensor::fromDoubles(TensorType(DType::F32, {2}), v); };
+  b.initializer("bn.weight", f32({1, 1})).initializer("bn.bias", f32({0, 0}));
+  b.initializer("bn.running_mean", f32({0.5, -1})).initializer("bn.running_var", f32({2, 1}));
+  auto& n = b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"},
+                   nodeOutputs, "/bn");
+  auto* a = n.add_attribute();
+  a->set_name("momentum");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.9f);
+  return b;
+}
+
+const Tensor kBatchNormX = Tensor::fromDoubles(TensorType(DType::F32, {2, 2, 1, 2}), {1, 2, 0, 0, 3, 6, 4, -4});
+
+TEST(Importer, BatchNorm9FiveOutputsTrainAsTorchExportsThem) {
+  auto m = importModel(fiveOutputBatchNorm({"y"}).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  std::vector<std::string> ops = opNames(g);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "batch_norm_train"), ops.end());
+  ASSERT_EQ(g.stateUpdates().size(), 2u);
+  auto out = interpret(g, {kBatchNormX});
+  ASSERT_TRUE(out) << out.error().message();
+  // Normalised with the batch's statistics: channel 0 {1, 2, 3, 6} has mean 3, variance 3.5.
+  EXPECT_NEAR(out->outputs[0].toDoubles()[0], (1 - 3) / std::sqrt(3.5 + 1e-5), 1e-5);
+  std::vector<double> var = out->updates.at("bn.running_var")->toDoubles();
+  EXPECT_NEAR(var[0], 0.9 * 2 + 0.1 * 14 / 3, 1e-6);  // unbiased, as torch's buffer
+  EXPECT_NEAR(out->updates.at("bn.running_mean")->toDoubles()[0], 0.9 * 0.5 + 0.1 * 3, 1e-6);
+}
+
+TEST(Importer, BatchNorm9ReadStatisticsFollowTheSpec) {
+  auto m = importModel(fiveOutputBatchNorm({"y", "rv", "sm"}).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  auto out = interpret(g, {kBatchNormX});
+  ASSERT_TRUE(out) << out.error().message();
+  ASSERT_EQ(out->outputs.size(), 3u);
+  EXPECT_NEAR(out->outputs[1].toDoubles()[1], 0.9 * 1 + 0.1 * 8, 1e-6);  // population variance
+  EXPECT_EQ(out->outputs[2].toDoubles(), (std::vector<double>{3, 0}));   // saved_mean: the batch mean
+  // The unread running mean still updates its initializer.
+  ASSERT_EQ(g.stateUpdates().size(), 1u);
+  EXPECT_EQ(g.stateUpdates()[0].param, "bn.running_mean");
+}
+
+TEST(Importer, BatchNorm9ReadSavedVarIsUnsupported) {
+  ImportReport report;
+  auto m = importModel(fiveOutputBatchNorm({"y", "sv"}).model(), {}, &report);
+  ASSERT_FALSE(m);
+  ASSERT_EQ(report.unsupported.size(), 1u) << m.error().message();
+  EXPECT_EQ(report.unsupported[0],
+            "node '/bn' (BatchNormalization), opset 13: BatchNormalization's saved_var output read by the graph "
+            "(runtimes disagree on whether it is the batch variance or 1 / sqrt(variance + epsilon))");
+}
+
+TEST(Importer, BatchNorm9WithYAloneIsInference) {
+  auto m = importModel(fiveOutputBatchNorm({"y"}, {"y"}).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  EXPECT_TRUE(g.stateUpdates().empty());
+  std::vector<std::string> ops = opNames(g);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "batch_norm"), ops.end());
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "batch_norm_train"), ops.end());
+}
+
+TEST(Importer, BatchNorm15StatisticsOutputsNeedTrainingMode) {
+  ModelBuilder b = trainingBatchNorm(true);
+  auto* attrs = b.model().proto->mutable_graph()->mutable_node(0)->mutable_attribute();
+  for (auto& a : *attrs)
+    if (a.name() == "training_mode") a.set_i(0);
+  auto m = importModel(b.model());
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message(),
+            "test.onnx: node '/bn' (BatchNormalization), opset 15: running_mean / running_var outputs with "
+            "training_mode = 0 (they exist in training only)");
+}
+
+// Dropout-13 x [4, 64] -> (y, mask): ratio and training_mode from initializers.
+ModelBuilder trainingDropout(bool readMask, double ratio = 0.25, int opset = 13) {
+  ModelBuilder b(opset);
+  b.input("x", {4, 64}).output("y", {4, 64});
+  if (readMask) b.output("mask", {4, 64}, TensorProto::BOOL);
+  b.initializer("ratio", Tensor::scalar(DType::F32, ratio));
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  b.initializer("training", on);
+  b.node("Dropout", {"x", "ratio", "training"}, {"y", "mask"}, "/drop/Dropout");
+  return b;
+}
+
+Tensor dropoutInput() {
+  Tensor x(TensorType(DType::F32, {4, 64}));
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, 1.0 + static_cast<double>(i % 7));
+  return x;
+}
+
+const Node* findOp(const Graph& g, std::string_view op) {
+  for (const auto& n : g.nodeList())
+    if (n->opName() == op) return n.get();
+  return nullptr;
+}
+
+TEST(Importer, TrainingDropoutIsKfusesDropout) {
+  auto m = importModel(trainingDropout(false).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  const Node* d = findOp(g, "dropout");
+  ASSERT_TRUE(d) << "no dropout node";
+  EXPECT_EQ(d->attr("ratio").asFloat(), 0.25);
+  EXPECT_FALSE(d->attr("mask").asBool());  // the unread mask is not computed
+  EXPECT_TRUE((*m)->params().empty());     // ratio and training_mode are import-time data
+  auto out = interpret(g, {dropoutInput()});
+  ASSERT_TRUE(out) << out.error().message();
+  std::vector<double> x = dropoutInput().toDoubles(), y = out->outputs[0].toDoubles();
+  int kept = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] != 0) {
+      EXPECT_NEAR(y[i], x[i] / 0.75, 1e-5) << i;
+      ++kept;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, static_cast<int>(y.size()));
+}
+
+TEST(Importer, TrainingDropoutMaskIsWhereYIsKept) {
+  auto m = importModel(trainingDropout(true).model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Graph& g = *(*m)->functions().front();
+  int dropouts = 0;
+  for (const auto& n : g.nodeList()) dropouts += n->opName() == "dropout";
+  EXPECT_EQ(dropouts, 1);  // y and the mask from one draw
+  auto out = interpret(g, {dropoutInput()});
+  ASSERT_TRUE(out) << out.error().message();
+  ASSERT_EQ(out->outputs[1].dtype(), DType::Bool);
+  std::vector<double> y = out->outputs[0].toDoubles(), mask = out->outputs[1].toDoubles();
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(mask[i] != 0, y[i] != 0) << i;
+}
+
+// Each node draws its own masks: its seed attribute, else a hash of its name.
+TEST(Importer, TrainingDropoutSeedsDifferPerNode) {
+  ModelBuilder b = trainingDropout(false);
+  b.output("y2", {4, 64}).output("y3", {4, 64});
+  b.node("Dropout", {"x", "ratio", "training"}, {"y2"}, "/drop2/Dropout");
+  setInt(b.node("Dropout", {"x", "ratio", "training"}, {"y3"}, "/drop3/Dropout"), "seed", 42);
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  std::vector<int64_t> seeds;
+  for (const auto& n : (*m)->functions().front()->nodeList())
+    if (n->opName() == "dropout") seeds.push_back(n->attr("seed").asInt());
+  ASSERT_EQ(seeds.size(), 3u);
+  EXPECT_NE(seeds[0], seeds[1]);
+  EXPECT_EQ(seeds[2], 42);
+}
+
+TEST(Importer, TrainingDropoutOverAConstantIsNotFolded) {
+  ModelBuilder b(13);
+  b.output("y", {8});
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  b.initializer("training", on).initializer("ratio", Tensor::scalar(DType::F32, 0.5));
+  auto& c = b.node("Constant", {}, {"c"});
+  auto* a = c.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  tensorToProto(Tensor::fromDoubles(TensorType(DType::F32, {8}), {1, 2, 3, 4, 5, 6, 7, 8}), "", *a->mutable_t());
+  b.node("Dropout", {"c", "ratio", "training"}, {"y"}, "/drop");
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_TRUE(findOp(*(*m)->functions().front(), "dropout"));  // a training step gives it the step
+}
+
+TEST(Importer, Dropout6IsTestZeroTrainsWithAMaskOfXsType) {
+  ModelBuilder b(6);
+  b.input("x", {4, 64}).output("y", {4, 64}).output("mask", {4, 64});
+  auto& n = b.node("Dropout", {"x"}, {"y", "mask"}, "/drop");
+  setInt(n, "is_test", 0);
+  auto* r = n.add_attribute();
+  r->set_name("ratio");
+  r->set_type(onnx::AttributeProto::FLOAT);
+  r->set_f(0.5f);
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  const Node* d = findOp(*(*m)->functions().front(), "dropout");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->attr("ratio").asFloat(), 0.5);
+  EXPECT_EQ((*m)->functions().front()->results()[1]->type().dtype, DType::F32);
+}
+
+// Dropout-7 and -10 carry no mode: inference, as onnxruntime runs them.
+TEST(Importer, Dropout10IsTheIdentity) {
+  ModelBuilder b(10);
+  b.input("x", {4, 64}).output("y", {4, 64});
+  b.node("Dropout", {"x"}, {"y"}, "/drop");
+  auto m = importModel(b.model());
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_FALSE(findOp(*(*m)->functions().front(), "dropout"));
+}
+
+TEST(Importer, TrainingDropoutRatioMustBeKnownAndBelowOne) {
+  auto tooLarge = importModel(trainingDropout(false, 1.0).model());
+  ASSERT_FALSE(tooLarge);
+  EXPECT_EQ(tooLarge.error().message(), "test.onnx: node '/drop/Dropout' (Dropout), opset 13: ratio = 1 must be in [0, 1)");
+  ModelBuilder b(13);
+  b.input("x", {4, 64}).input("r", {}).output("y", {4, 64});
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  b.initializer("training", on);
+  b.node("Dropout", {"x", "r", "training"}, {"y"}, "/drop");
+  ImportReport report;
+  auto runtime = importModel(b.model(), {}, &report);
+  ASSERT_FALSE(runtime);
+  ASSERT_EQ(report.unsupported.size(), 1u) << runtime.error().message();
+  EXPECT_EQ(report.unsupported[0],
+            "node '/drop' (Dropout), opset 13: input 1 ('r') must be known at import time, but it is computed from "
+            "the graph input 'r' at run time (kfuse needs static shapes; data-dependent ones are not supported)");
+}
+
+// Malformed training-mode inputs are errors naming the node and the input.
+TEST(Importer, TrainingDropoutAndBatchNormRejectMalformedModes) {
+  ModelBuilder twoModes(13);
+  twoModes.input("x", {4, 64}).output("y", {4, 64});
+  Tensor modes(TensorType(DType::Bool, {2}));
+  modes.set(0, 1);
+  twoModes.initializer("training", modes).initializer("ratio", Tensor::scalar(DType::F32, 0.5));
+  twoModes.node("Dropout", {"x", "ratio", "training"}, {"y"}, "/drop");
+  auto a = importModel(twoModes.model());
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().message(),
+            "test.onnx: node '/drop' (Dropout), opset 13: input 2 (training_mode) must be one boolean, got bool[2]");
+
+  ModelBuilder intRatio(13);
+  intRatio.input("x", {4, 64}).output("y", {4, 64});
+  Tensor on(TensorType(DType::Bool, {}));
+  on.set(0, 1);
+  intRatio.initializer("training", on).initializer("ratio", i64({0}, {}));
+  intRatio.node("Dropout", {"x", "ratio", "training"}, {"y"}, "/drop");
+  auto b = importModel(intRatio.model());
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().message(), "test.onnx: node '/drop' (Dropout), opset 13: input 1 (ratio) must be one "
+                                 "floating-point number, got i64[]");
+
+  ModelBuilder testWithStats(6);
+  testWithStats.input("x", {2, 2, 1, 2}).output("y", {2, 2, 1, 2}).output("rm", {2});
+  auto f32 = [](std::vector<double> v) { return Tensor::fromDoubles(TensorType(DType::F32, {2}), v); };
+  testWithStats.initializer("s", f32({1, 1})).initializer("b", f32({0, 0}));
+  testWithStats.initializer("m", f32({0, 0})).initializer("v", f32({1, 1}));
+  setInt(testWithStats.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "rm", "rv", "sm", "sv"}, "/bn"),
+         "is_test", 1);
+  auto c = importModel(testWithStats.model());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message(), "test.onnx: node '/bn' (BatchNormalization), opset 6: is_test = 1 with "
+                                 "running-statistics outputs (they exist in training only)");
 }
 
 TEST(OpTable, ResolvesSchemaVersionsAtTheModelsOpset) {

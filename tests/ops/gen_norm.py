@@ -189,7 +189,7 @@ def dropout_expected(x, seed, step, ratio):
     return y.reshape(x.shape).astype(x.dtype)
 
 
-def dropout_case(name, x, seed=None, step=None, ratio=None):
+def dropout_case(name, x, seed=None, step=None, ratio=None, mask=False):
     ins = {"x": x}
     if step is not None:
         ins["step"] = np.array(step, np.int64)
@@ -200,6 +200,10 @@ def dropout_case(name, x, seed=None, step=None, ratio=None):
         attrs["seed"] = seed
     want = dropout_expected(x, seed or 0, step or 0, 0.5 if ratio is None else ratio)
     tol = 1e-15 if x.dtype == np.float64 else 1e-7
+    if mask:  # the second result: where y is kept (x has no zeros here)
+        attrs["mask"] = True
+        assert np.all(x != 0)
+        want = [want, want != 0]
     f.op(name, "dropout", ins, want, attrs=attrs or None, atol=tol, rtol=tol)
 
 
@@ -215,6 +219,7 @@ dropout_case("dropout_negative_seed", xd, seed=-3, step=1, ratio=0.25)  # two's-
 dropout_case("dropout_ratio_zero_identity", xd, seed=5, step=3, ratio=0.0)
 dropout_case("dropout_high_ratio", xd, seed=9, ratio=0.9)
 dropout_case("dropout_f64", xd.astype(np.float64), seed=11, step=2, ratio=0.1)
+dropout_case("dropout_mask", xd, seed=big_seed, step=7, ratio=0.3, mask=True)
 # Masks must differ between steps and seeds, or the cases above prove little.
 masks = [dropout_expected(np.ones(512, np.float32), s, t, 0.3) != 0 for s in (0, big_seed) for t in (0, 7)]
 assert all((a != b).any() for i, a in enumerate(masks) for b in masks[i + 1:])

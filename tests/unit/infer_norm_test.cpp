@@ -171,6 +171,17 @@ TEST(InferNorm, DropoutStepMustBeI64Scalar) {
                      "attribute 'seed' of op 'dropout' must be int, got float");
 }
 
+TEST(InferNorm, DropoutMaskIsABoolSecondResult) {
+  TensorType x(DType::F32, {2, 3, 4, 4}, Layout::NHWC);
+  auto r = infer("dropout", {x, i64({})}, {{"mask", Attribute(true)}});
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0], x);
+  EXPECT_EQ((*r)[1], TensorType(DType::Bool, {2, 3, 4, 4}, Layout::NHWC));
+  EXPECT_INFER_ERROR(infer("dropout", {f32({4})}, {{"mask", Attribute(int64_t{1})}}),
+                     "attribute 'mask' of op 'dropout' must be bool, got int");
+}
+
 // ---------------------------------------------------------------- gradients
 
 TEST(InferNormGrad, BatchNormTrainGradResults) {

@@ -23,6 +23,7 @@ struct CompileArgs {
   bool train = false, keepLLVMIR = false;
   int64_t batch = 0;
   int threads = 0;
+  uint64_t seed = 0;
   std::vector<std::string> shapes;
   OptimizerFlags opt;
   InstrumentationFlags instr;
@@ -38,6 +39,8 @@ std::string describeOptions(const CompileArgs& a) {
   if (a.batch > 0) s += str(" --batch=", a.batch);
   for (const std::string& sh : a.shapes) s += " --shape " + sh;
   if (a.train) s += str(" --train --loss=", a.opt.loss, " --optimizer=", a.opt.optimizer);
+  if (a.train && a.opt.ignoreIndex != -100) s += str(" --ignore-index=", a.opt.ignoreIndex);
+  if (a.train && a.seed) s += str(" --seed=", a.seed);
   return s;
 }
 
@@ -90,6 +93,7 @@ int runCompile(const CompileArgs& a) {
     if (!training) return fail(training.error());
     o.train = true;
     o.training.training = *training;
+    o.training.training.dropoutSeed = a.seed;
     o.loss = a.opt.loss;
     o.optimizer = a.opt.optimizer;
   }
@@ -123,6 +127,7 @@ Action addCompileCommand(CLI::App& app) {
   cmd->add_option("--target", a->target, "cpu or cuda (default cpu)");
   cmd->add_flag("--train", a->train, "A training package: the forward and @train_step (loss, backward, optimizer)");
   addOptimizerFlags(cmd, a->opt);
+  cmd->add_option("--seed", a->seed, "With --train: mixed into every dropout's seed, as kfuse train --seed does");
   cmd->add_option("--batch", a->batch, "Set the batch dimension of the first input (packages have static shapes)");
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,...: binds an ONNX input's dynamic dimensions");
   addPlanningFlags(cmd, a->planning);

@@ -1,6 +1,7 @@
 // kfuse train: compile a model's training step once and train it on a
 // dataset, epoch by epoch.
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -41,6 +42,7 @@ struct TrainArgs {
 Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   TrainerOptions o;
   KF_ASSIGN_OR_RETURN(o.training, trainingOptions(a.opt));
+  o.training.dropoutSeed = a.seed;
   if (!(a.lr > 0)) return Error(str("--lr must be positive, got ", a.lr));
   o.target = a.target;
   o.execution.inplace = !a.planning.noInplace;
@@ -110,24 +112,38 @@ class PackageSession : public Session {
   std::unique_ptr<PackageRunner> r_;
 };
 
-// The fraction of samples whose arg-max logit is the label, over the full
-// batches of the dataset (the forward is compiled for one batch size).
-Expected<double> accuracy(Session& t, const Dataset& d, int64_t batch) {
+// The fraction of labels (one per sample, or per position of token logits
+// [B, S, V]; ignored ones left out) that are the arg-max logit of their row,
+// over the full batches of the dataset (the forward is compiled for one
+// batch size).
+Expected<double> accuracy(Session& t, const Dataset& d, int64_t batch, int64_t ignoreIndex) {
   std::vector<int64_t> order = epochOrder(d.size(), false, 0, 0);
   int64_t correct = 0, seen = 0;
+  int64_t perSample = d.size() ? d.y.numElements() / d.size() : 0;
   for (int64_t b = 0; b + batch <= d.size(); b += batch) {
-    KF_ASSIGN_OR_RETURN(auto out, t.eval({gatherRows(d.x, order, b, batch)}));
+    KF_ASSIGN_OR_RETURN(auto out, t.eval(d.inputRows(order, b, batch)));
     const Tensor& logits = out[0];
-    int64_t classes = logits.shape()[1];
-    for (int64_t i = 0; i < batch; ++i) {
+    int64_t classes = logits.shape().back();
+    const int64_t* labels = d.y.as<int64_t>() + b * perSample;
+    for (int64_t row = 0; row < batch * perSample; ++row) {
+      if (labels[row] == ignoreIndex) continue;
       int64_t best = 0;
       for (int64_t c = 1; c < classes; ++c)
-        if (logits.at(i * classes + c) > logits.at(i * classes + best)) best = c;
-      correct += best == d.y.as<int64_t>()[b + i];
+        if (logits.at(row * classes + c) > logits.at(row * classes + best)) best = c;
+      correct += best == labels[row];
       ++seen;
     }
   }
   return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+}
+
+// The --ignore-index a package was compiled with, from the options its meta
+// records (kfuse compile writes " --ignore-index=N" when it is not -100).
+int64_t packageIgnoreIndex(const PackageMeta& meta) {
+  const std::string key = "--ignore-index=";
+  size_t at = meta.options.find(key);
+  if (at == std::string::npos) return -100;
+  return std::strtoll(meta.options.c_str() + at + key.size(), nullptr, 10);
 }
 
 // What a training run needs before its first step.
@@ -136,6 +152,7 @@ struct Prepared {
   Dataset data;
   int64_t batch = 0;
   LossKind loss = LossKind::CrossEntropy;
+  int64_t ignoreIndex = -100;
 };
 
 // A model: specialised to the batch, checked against the data, compiled.
@@ -150,6 +167,7 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
   const TensorType& in = forward.arguments().empty() ? TensorType() : forward.argument(0)->type();
   Prepared p;
   p.loss = opts.training.loss;
+  p.ignoreIndex = opts.training.ignoreIndex;
   p.batch = a.batch > 0 ? a.batch : (in.rank() ? in.shape[0] : 1);
   if (in.rank() && in.shape[0] != p.batch) {
     if (auto s = specializeBatch(forward, p.batch); !s)
@@ -158,7 +176,8 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
   KF_ASSIGN_OR_RETURN(p.data, loadDataset(a.data, a.xKey, a.yKey, p.loss));
   std::vector<NamedType> inputs;
   for (const auto& arg : forward.arguments()) inputs.push_back({arg->name(), arg->type()});
-  KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name(), inputs, forward.resultTypes(), p.batch, p.loss));
+  KF_RETURN_IF_ERROR(
+      checkDataset(p.data, forward.name(), inputs, forward.resultTypes(), p.batch, p.loss, p.ignoreIndex));
   if (!a.initWeights.empty()) KF_RETURN_IF_ERROR(loadInitWeights(*model, a.initWeights));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::create(std::move(model), opts));
   p.session = std::make_unique<TrainerSession>(std::move(trainer));
@@ -175,6 +194,11 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
   const PackageFunction& forward = *pkg->function(t->forward);
   Prepared p;
   KF_ASSIGN_OR_RETURN(p.loss, parseLossKind(t->loss));
+  // Loss options are compiled into the package, as its loss and optimizer are.
+  p.ignoreIndex = packageIgnoreIndex(pkg->meta());
+  if (a.opt.ignoreIndex != -100 && a.opt.ignoreIndex != p.ignoreIndex)
+    return Error(str("--ignore-index=", a.opt.ignoreIndex, ": '", a.model, "' is compiled with ", p.ignoreIndex,
+                     " (kfuse compile --train --ignore-index)"));
   const TensorType& in = forward.inputs.empty() ? TensorType() : forward.inputs[0].type;
   p.batch = in.rank() ? in.shape[0] : 1;
   if (a.batch > 0 && a.batch != p.batch)
@@ -184,7 +208,7 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
   std::vector<TensorType> outputs;
   for (const PackageTensor& x : forward.inputs) inputs.push_back({x.name, x.type});
   for (const PackageTensor& x : forward.outputs) outputs.push_back(x.type);
-  KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name, inputs, outputs, p.batch, p.loss));
+  KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name, inputs, outputs, p.batch, p.loss, p.ignoreIndex));
   if (!a.cuda.arch.empty()) return Error("--arch: a package is compiled for its architecture (kfuse compile --arch)");
   if (!a.planning.cpu.empty()) return Error("--cpu: a package is compiled for its CPU (kfuse compile --cpu)");
   PackageRunnerOptions ro;
@@ -222,7 +246,7 @@ int runTrain(const TrainArgs& a) {
     std::vector<int64_t> order = epochOrder(data->size(), !a.noShuffle, a.seed, epoch);
     double sum = 0;
     for (int64_t b = 0; b < batches; ++b) {
-      auto loss = trainer.step({gatherRows(data->x, order, b * batch, batch)},
+      auto loss = trainer.step(data->inputRows(order, b * batch, batch),
                                    gatherRows(data->y, order, b * batch, batch), a.lr);
       if (!loss) return fail(loss.error());
       sum += *loss;
@@ -235,7 +259,7 @@ int runTrain(const TrainArgs& a) {
     if (log) log << nlohmann::json{{"type", "epoch"}, {"epoch", epoch}, {"loss", mean}, {"seconds", secs}, {"samples_per_s", rate}} << "\n";
   }
   if (prepared->loss == LossKind::CrossEntropy) {
-    auto acc = accuracy(trainer, *data, batch);
+    auto acc = accuracy(trainer, *data, batch, prepared->ignoreIndex);
     if (!acc) return fail(acc.error());
     std::cout << "accuracy " << std::fixed << std::setprecision(2) << 100 * *acc << "%\n" << std::defaultfloat;
   }
@@ -255,14 +279,16 @@ Action addTrainCommand(CLI::App& app) {
                   "Model (.kir or .onnx; its first function is the forward), or a training package (.kfpkg)")
       ->required();
   cmd->add_option("--data", a->data, "Dataset (.npz or .safetensors) with inputs and labels")->required();
-  cmd->add_option("--x-key", a->xKey, "Name of the input array (default x)");
+  cmd->add_option("--x-key", a->xKey,
+                  "Name of the input array (default x); a model with several inputs takes one per input: A,B,...");
   cmd->add_option("--y-key", a->yKey, "Name of the label array (default y)");
   addOptimizerFlags(cmd, a->opt);
   cmd->add_option("--lr", a->lr, "Learning rate (a runtime input: changing it never recompiles)");
   cmd->add_option("--epochs", a->epochs, "Passes over the dataset");
   cmd->add_option("--batch", a->batch, "Samples per step (default: the model's batch dimension)");
   cmd->add_flag("--no-shuffle", a->noShuffle, "Keep the dataset order");
-  cmd->add_option("--seed", a->seed, "Seed of the shuffling");
+  cmd->add_option("--seed", a->seed,
+                  "Seed of the shuffling and of dropout masks (mixed into every dropout's seed; 0 keeps the model's)");
   cmd->add_option("--init-weights", a->initWeights, "Starting weights (.safetensors or .npz), by parameter name");
   cmd->add_option("--save-weights", a->saveWeights, "Write the trained weights and optimizer state here");
   cmd->add_option("--log-json", a->logJson, "Write one JSON record per step and per epoch (JSON Lines)");

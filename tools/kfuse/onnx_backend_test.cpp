@@ -80,6 +80,13 @@ BackendTestResult runDataSet(const std::string& name, const onnx_import::OnnxMod
     return fail(name, msg);
   }
   const Graph& g = *(*module)->functions().front();
+  // A dropout in training mode is random: its expected outputs hold the
+  // masks of NumPy's generator, kfuse draws its own (Philox4x32-10, the same
+  // on every target; tests/training/check_dropout_stats.py checks them).
+  for (const auto& n : g.nodeList())
+    if (n->is(Op::Dropout))
+      return {name, TestOutcome::Skip,
+              "random: Dropout in training mode draws kfuse's masks (Philox), the expected outputs NumPy's"};
   if (inputs->size() != g.arguments().size())
     return fail(name, str(set.filename().string(), " has ", inputs->size(), " inputs, the model takes ",
                           g.arguments().size()));

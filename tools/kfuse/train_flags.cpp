@@ -5,7 +5,9 @@
 namespace kfuse::cli {
 
 void addOptimizerFlags(CLI::App* cmd, OptimizerFlags& f) {
-  cmd->add_option("--loss", f.loss, "cross_entropy (class labels) or mse (targets)");
+  cmd->add_option("--loss", f.loss,
+                  "cross_entropy (class labels; token logits [B, S, V] take labels [B, S]) or mse (targets)");
+  cmd->add_option("--ignore-index", f.ignoreIndex, "cross_entropy: labels equal to it are left out (default -100)");
   cmd->add_option("--optimizer", f.optimizer, "sgd, adam or adamw");
   cmd->add_option("--momentum", f.momentum, "SGD momentum");
   cmd->add_option("--dampening", f.dampening, "SGD dampening");
@@ -23,6 +25,9 @@ Expected<TrainingOptions> trainingOptions(const OptimizerFlags& a) {
   if (a.optimizer != "sgd" && a.optimizer != "adam" && a.optimizer != "adamw")
     return Error(str("unknown optimizer '", a.optimizer, "' (expected sgd, adam or adamw)"));
   KF_ASSIGN_OR_RETURN(o.loss, parseLossKind(a.loss));
+  if (a.ignoreIndex != -100 && o.loss != LossKind::CrossEntropy)
+    return Error(str("--ignore-index is a cross_entropy option, not ", a.loss, "'s"));
+  o.ignoreIndex = a.ignoreIndex;
   OptimizerOptions& opt = o.optimizer;
   KF_ASSIGN_OR_RETURN(opt.kind, parseOptimizerKind(a.optimizer));
   if (a.betas.size() != 2) return Error("--betas takes two values, e.g. --betas 0.9,0.999");

@@ -14,6 +14,7 @@ namespace kfuse::cli {
 struct OptimizerFlags {
   std::string loss = "cross_entropy", optimizer = "sgd";
   double momentum = 0, dampening = 0, weightDecay = 0, eps = 1e-8;
+  int64_t ignoreIndex = -100;
   bool nesterov = false;
   std::vector<double> betas{0.9, 0.999};
 };
