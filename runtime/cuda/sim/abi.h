@@ -75,9 +75,10 @@ struct kfsim_entry {
 };
 
 /* The one symbol a simulated module exports: takes the simulator's table,
- * returns the module's entries and ABI version. */
+ * returns the module's entries, its ABI version and its name (what it
+ * computes, for messages). */
 typedef const struct kfsim_entry* (*kfsim_module_init_fn)(const struct kfsim_api* api, int* num_entries,
-                                                           int* abi_version);
+                                                           int* abi_version, const char** module_name);
 #define KFSIM_MODULE_INIT_SYMBOL "kfsim_module_init"
 
 #ifdef __cplusplus

@@ -198,8 +198,8 @@ inline int __float_as_int(float v) { return kfsim_bits<int>(v); }
 inline double __longlong_as_double(long long v) { return kfsim_bits<double>(v); }
 inline long long __double_as_longlong(double v) { return kfsim_bits<long long>(v); }
 
-// ---- the module's entries: KFSIM_MODULE(KFSIM_ENTRY(name, max_threads) ...)
-// after the kernels. `max_threads` is the entry's __launch_bounds__ (0:
+// ---- the module's entries: KFSIM_MODULE("what it is", KFSIM_ENTRY(name,
+// max_threads) ...) after the kernels. `max_threads` is the entry's __launch_bounds__ (0:
 // none); a launch with a larger block fails as it would on a GPU. ----
 namespace kfsim {
 
@@ -224,14 +224,15 @@ struct entry_of<F> {
   {#name, &kfsim::entry_of<&name>::thunk, kfsim::entry_of<&name>::count, kfsim::entry_of<&name>::sizes, \
    kfsim::entry_of<&name>::pointers, (max_threads)},
 
-#define KFSIM_MODULE(...)                                                                                       \
+#define KFSIM_MODULE(module_name, ...)                                                                          \
   extern "C" {                                                                                                  \
   const struct kfsim_api* kfsim_api_ptr = 0;                                                                    \
   }                                                                                                             \
   static const struct kfsim_entry kfsim_module_entries[] = {__VA_ARGS__};                                      \
   extern "C" __attribute__((visibility("default"))) const struct kfsim_entry* kfsim_module_init(               \
-      const struct kfsim_api* api, int* num_entries, int* abi_version) {                                        \
+      const struct kfsim_api* api, int* num_entries, int* abi_version, const char** name) {                     \
     kfsim_api_ptr = api;                                                                                        \
+    *name = module_name;                                                                                        \
     *num_entries = (int)(sizeof(kfsim_module_entries) / sizeof(kfsim_module_entries[0]));                      \
     *abi_version = KFSIM_ABI_VERSION;                                                                           \
     return kfsim_module_entries;                                                                                \

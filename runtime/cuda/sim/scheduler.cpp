@@ -64,7 +64,7 @@ class Runner {
   unsigned long long warp(int op, unsigned mask, unsigned long long value, int arg, int width, int line);
   void yield();
   [[noreturn]] void fault(const char* what, int line);
-  void exitThread();
+  [[noreturn]] void exitThread();
   [[noreturn]] void runEntry() {
     l_.entry->thunk(l_.params);
     exitThread();
