@@ -74,6 +74,11 @@ Expected<MatmulCall> plainMatmul(const Plan& plan, const GemmSpec& g) {
   if (dtype(g.a) != dt || dtype(g.b) != dt || !(isLtDType(dt) || dt == DType::F64))
     return Error(str("cuBLASLt takes one dtype of f32, f16, bf16, f64 for A, B and C, not ", dtypeName(dtype(g.a)), ", ",
                      dtypeName(dtype(g.b)), ", ", dtypeName(dt)));
+  // An empty product (k = 0: all zeros) or result has leading dimensions
+  // of 0, which cuBLASLt's layouts refuse (ld >= max(1, rows)); the
+  // generated GEMM writes its zeros. Found by the simulator.
+  if (g.m == 0 || g.n == 0 || g.k == 0 || numElements(g.batch) == 0)
+    return Error(str("cuBLASLt takes no empty matrix (", g.m, "x", g.k, " @ ", g.k, "x", g.n, ")"));
   auto sa = flatStride(g.batch, g.aBatchStrides), sb = flatStride(g.batch, g.bBatchStrides),
        sc = flatStride(g.batch, g.cBatchStrides);
   if (!sa || !sb || !sc) return Error("the batch dims do not flatten to one stride per operand");
