@@ -45,6 +45,21 @@ __global__ void neighbour(int* out, int sync) {
   out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
 }
 
+// Two phases through the same shared slots; with `sync` false the barrier
+// that keeps the second phase's writes from the first phase's reads is
+// missing (the prelude's kf_block_reduce ends with that barrier).
+__global__ void twoPhases(int* out, int sync) {
+  int* s = reinterpret_cast<int*>(kf_smem());
+  const unsigned n = blockDim.x, next = (threadIdx.x + 1) % n;
+  s[threadIdx.x] = 1;
+  __syncthreads();
+  const int first = s[next];
+  if (sync) __syncthreads();
+  s[threadIdx.x] = 2;
+  __syncthreads();
+  out[threadIdx.x] = first * 10 + s[next];
+}
+
 __global__ void barrierInBranch(int* out) {
   if (threadIdx.x < 16) __syncthreads();
   out[threadIdx.x] = 1;
@@ -248,6 +263,25 @@ TEST(SimDevice, AMissingBarrierShowsAsDifferentResultsAcrossSchedules) {
   // Without the barrier a thread reads its neighbour's slot before or
   // after the neighbour wrote it, depending on who ran first.
   EXPECT_NE(run({Order::Forward, 0}, 0), run({Order::Reverse, 0}, 0));
+}
+
+// Threads an operation releases run first: one racing ahead into the next
+// phase overwrites what the others have yet to read.
+TEST(SimDevice, AMissingBarrierBetweenPhasesIsCaughtByEverySchedule) {
+  for (const Schedule& s : schedules()) {
+    for (int sync : {1, 0}) {
+      DeviceArray<int> out(64, 0);
+      Status st = launch<twoPhases>("twoPhases", {1, 1, 1}, {64, 1, 1}, 64 * sizeof(int), s, out.p, sync);
+      ASSERT_TRUE(st) << st.message();
+      int wrong = 0;
+      for (int v : out.values()) wrong += v != 12;
+      if (sync) {
+        EXPECT_EQ(wrong, 0) << scheduleName(s);
+      } else {
+        EXPECT_GT(wrong, 0) << scheduleName(s) << ": the missing barrier went unnoticed";
+      }
+    }
+  }
 }
 
 TEST(SimDevice, ABarrierInDivergentCodeIsAnError) {

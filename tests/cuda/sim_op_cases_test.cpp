@@ -3,7 +3,8 @@
 // host C++ and run by the simulator (CUDA's barrier and warp rules
 // checked), GEMMs through the simulated cuBLASLt or generated, reference
 // steps on the host. Outputs must meet the NumPy/PyTorch expectations the
-// reference interpreter meets (backend_test.cpp does the same for cpu).
+// reference interpreter meets (backend_test.cpp does the same for cpu),
+// and the forward and reverse schedules must give the same bits.
 // The cases with a matmul or convolution run again with every GEMM
 // generated (GemmPolicy::Generated), so the tiled GEMM and its epilogues,
 // pointwise or after a grid barrier, run too, not only cuBLASLt.
@@ -47,6 +48,11 @@ void checkCase(const std::string& name, cuda::GemmPolicy gemm) {
   eo.compile.cacheDir = std::string(KFUSE_BINARY_DIR) + "/sim-cache";
   eo.compile.gemm = gemm;
   auto exec = cuda::createCudaExecutor(eo);
+  // The same program with threads and blocks in reverse order (compiled
+  // once: the second executor finds the units in the cache).
+  cuda::CudaExecutorOptions reversed = eo;
+  reversed.schedule.order = cuda::sim::Order::Reverse;
+  auto reverseExec = cuda::createCudaExecutor(reversed);
   auto data = readWeightsFile(base.string() + ".data.safetensors");
   ASSERT_TRUE(data) << data.error().message();
   const Graph& g = *(*module)->functions().front();
@@ -55,6 +61,11 @@ void checkCase(const std::string& name, cuda::GemmPolicy gemm) {
   auto result = exec->run(g, args);
   if (!result && name.find("out_of_range") != std::string::npos) GTEST_SKIP() << result.error().message();
   ASSERT_TRUE(result) << result.error().message();
+  auto again = reverseExec->run(g, args);
+  ASSERT_TRUE(again) << "reverse schedule: " << again.error().message();
+  for (size_t i = 0; i < result->outputs.size(); ++i)
+    EXPECT_EQ(test::compareTensors(again->outputs[i], result->outputs[i], 0, 0), "")
+        << "output " << i << ": the reverse schedule gives other bits";
   test::Tolerance tol = test::readTolerance(base.string() + ".kir");
   // As on the cpu target: compiled f32 code rounds every operation, where
   // the reference rounds once.

@@ -111,8 +111,10 @@ class Runner {
   std::vector<BlockState> blocks_;
   std::vector<unsigned char*> smem_;  // per resident block
   std::vector<uint64_t> blockOrder_;  // the grid's blocks (linear indices) in schedule order
-  std::vector<uint32_t> ready_, sleepers_;
-  size_t readyHead_ = 0;
+  // Threads that can run, the next on top (a stack: threads an operation
+  // releases run before those that were waiting to run already).
+  std::vector<uint32_t> ready_;
+  std::vector<uint32_t> sleepers_;
   size_t live_ = 0;
   int idleRounds_ = 0;
   Thread* running_ = nullptr;
@@ -157,7 +159,6 @@ bool Runner::placeBlocks(size_t first, size_t count) {
   }
   live_ = threads_.size();
   ready_.clear();
-  readyHead_ = 0;
   sleepers_.clear();
   std::vector<uint32_t> all(threads_.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint32_t>(i);
@@ -165,11 +166,15 @@ bool Runner::placeBlocks(size_t first, size_t count) {
   return true;
 }
 
-// Threads become ready in the schedule's order: ascending, descending, or
-// in any order (random picks among all ready threads).
+// Threads become ready in the schedule's order, ahead of those ready
+// before them: forward runs the lowest index first, reverse the highest;
+// random picks among all ready threads. Running released threads first
+// lets a warp or thread race ahead of the others, as one may on a GPU:
+// a missing barrier then shows as a thread reading a slot before its
+// writer wrote it, or after the next phase overwrote it.
 void Runner::makeReady(std::vector<uint32_t> ids) {
   std::sort(ids.begin(), ids.end());
-  if (schedule_.order == Order::Reverse) std::reverse(ids.begin(), ids.end());
+  if (schedule_.order != Order::Reverse) std::reverse(ids.begin(), ids.end());
   for (uint32_t i : ids) {
     threads_[i].state = ThreadState::Ready;
     ready_.push_back(i);
@@ -177,16 +182,10 @@ void Runner::makeReady(std::vector<uint32_t> ids) {
 }
 
 bool Runner::pick(uint32_t& index) {
-  if (readyHead_ == ready_.size()) {
-    ready_.clear();
-    readyHead_ = 0;
-    return false;
-  }
-  if (schedule_.order == Order::Random) {
-    size_t at = readyHead_ + rng_.below(ready_.size() - readyHead_);
-    std::swap(ready_[at], ready_[readyHead_]);
-  }
-  index = ready_[readyHead_++];
+  if (ready_.empty()) return false;
+  if (schedule_.order == Order::Random) std::swap(ready_[rng_.below(ready_.size())], ready_.back());
+  index = ready_.back();
+  ready_.pop_back();
   return true;
 }
 
