@@ -103,7 +103,7 @@ class Runner {
   Schedule schedule_;
   Rng rng_;
   unsigned blockThreads_ = 0;
-  ucontext_t main_{};
+  HostContext main_;
   sigjmp_buf jmp_{};
   int signal_ = 0;
   uintptr_t address_ = 0;
@@ -264,21 +264,28 @@ void Runner::onBarrier(Thread& t) {
     return fail(str("divergent __syncthreads: ", where(t), " waits at the barrier on line ", t.line, " but ", b.exited,
                     " thread(s) of its block exited without reaching it\n",
                     describeWaits(threads_, blocks_, blockThreads_)));
-  for (uint32_t i = b.first; i < b.first + blockThreads_; ++i) {
-    const Thread& u = threads_[i];
-    if (&u == &t) continue;
-    if (u.state == ThreadState::Barrier && (u.line != t.line || u.op != t.op))
-      return fail(str("divergent __syncthreads: ", where(t), " waits at the barrier on line ", t.line, ", ", where(u),
-                      " at the one on line ", u.line, "\n", describeWaits(threads_, blocks_, blockThreads_)));
-    if (u.state == ThreadState::Warp && (u.mask >> (t.linear % 32) & 1u) && u.warpBase == t.warpBase)
+  if (b.arrived > 0 && (b.barrierLine != t.line || b.barrierOp != t.op)) {
+    const Thread* other = &t;
+    for (uint32_t i = b.first; i < b.first + blockThreads_; ++i)
+      if (threads_[i].state == ThreadState::Barrier && threads_[i].line == b.barrierLine) other = &threads_[i];
+    return fail(str("divergent __syncthreads: ", where(t), " waits at the barrier on line ", t.line, ", ", where(*other),
+                    " at the one on line ", b.barrierLine, "\n", describeWaits(threads_, blocks_, blockThreads_)));
+  }
+  // A lane of its warp waiting for it at a warp operation never gets it.
+  for (unsigned j = 0; j < 32 && laneExists(t, j); ++j) {
+    const Thread& u = lane(t, j);
+    if (u.state == ThreadState::Warp && (u.mask >> (t.linear % 32) & 1u))
       return fail(str("divergence: ", where(t), " waits at __syncthreads on line ", t.line, " while ", where(u),
                       " waits for it at a warp operation on line ", u.line, "\n",
                       describeWaits(threads_, blocks_, blockThreads_)));
   }
+  b.barrierLine = t.line;
+  b.barrierOp = t.op;
   if (++b.arrived < b.live) return;
   // Everyone is here: the predicate's fold, then all go on.
   int any = 0, all = 1, count = 0;
   std::vector<uint32_t> released;
+  released.reserve(blockThreads_);
   for (uint32_t i = b.first; i < b.first + blockThreads_; ++i) {
     Thread& u = threads_[i];
     if (u.state != ThreadState::Barrier) continue;

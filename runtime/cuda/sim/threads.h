@@ -30,6 +30,7 @@ struct Thread {
 struct BlockState {
   uint32_t first = 0;  // its thread 0 among the resident threads
   uint32_t live = 0, exited = 0, arrived = 0;
+  int barrierLine = 0, barrierOp = 0;  // of the barrier its arrived threads wait at
   kfsim_dim3 index{};
 };
 
