@@ -245,6 +245,8 @@ double get(const std::vector<unsigned char>& buf, size_t i, cudaDataType_t t) {
 struct Result {
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   std::vector<double> d, aux, a, b, bias;
+  std::vector<double> auxIn;     // what the aux matrix held before (DGELU's input)
+  std::vector<double> biasOut;   // the bias buffer after (gradients)
 };
 
 Result runGemm(const Gemm& g) {
@@ -265,11 +267,15 @@ Result runGemm(const Gemm& g) {
   cu->memAlloc(&a, na * es);
   cu->memAlloc(&b, nb * es);
   cu->memAlloc(&d, nd * es);
-  cu->memAlloc(&bias, static_cast<size_t>(g.n) * es);
+  cu->memAlloc(&bias, static_cast<size_t>(std::max(g.n, g.m)) * es);
   cu->memAlloc(&aux, nd * es);
   cu->memcpyHtoD(a, ha.data(), na * es);
   cu->memcpyHtoD(b, hb.data(), nb * es);
   cu->memcpyHtoD(bias, hbias.data(), static_cast<size_t>(g.n) * es);
+  std::vector<unsigned char> hauxIn(nd * es);
+  for (size_t i = 0; i < nd; ++i) put(hauxIn, i, g.type, std::sin(1.3 * static_cast<double>(i)) * 2.0);
+  for (size_t i = 0; i < nd; ++i) r.auxIn.push_back(get(hauxIn, i, g.type));
+  cu->memcpyHtoD(aux, hauxIn.data(), nd * es);
 
   // As CudaRunner: column-major D^T = op(b)^T @ op(a)^T, cuBLASLt's A is b.
   const bool f64 = g.type == CUDA_R_64F;
@@ -311,9 +317,11 @@ Result runGemm(const Gemm& g) {
                           reinterpret_cast<void*>(d), ld, reinterpret_cast<void*>(d), ld, &heuristic.algo, nullptr, 0,
                           nullptr);
   }
-  std::vector<unsigned char> hd(nd * es), haux(nd * es);
+  std::vector<unsigned char> hd(nd * es), haux(nd * es), hbiasOut(static_cast<size_t>(std::max(g.n, g.m)) * es);
   cu->memcpyDtoH(hd.data(), d, nd * es);
   cu->memcpyDtoH(haux.data(), aux, nd * es);
+  cu->memcpyDtoH(hbiasOut.data(), bias, hbiasOut.size());
+  for (size_t i = 0; i < hbiasOut.size() / es; ++i) r.biasOut.push_back(get(hbiasOut, i, g.type));
   for (size_t i = 0; i < nd; ++i) {
     r.d.push_back(get(hd, i, g.type));
     r.aux.push_back(get(haux, i, g.type));
@@ -393,6 +401,57 @@ TEST(SimBlasLt, HalfBFloatAndDouble) {
     g.epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
     // Products are rounded once, to the storage type.
     expectMatches(g, runGemm(g), t == CUDA_R_64F ? 1e-12 : 0);
+  }
+}
+
+// The backward epilogues, in the plan's row-major terms: cuBLASLt's rows
+// of D are the plan's columns (features), so a gradient "per row of D" is
+// a sum over the plan's rows (the batch).
+TEST(SimBlasLt, BackwardEpilogues) {
+  Gemm g;
+  g.m = 9;
+  g.n = 8;
+  g.k = 4;
+  g.transB = true;
+  auto product = [&](const Result& r, int64_t i, int64_t j) {
+    double x = 0;
+    for (int64_t p = 0; p < g.k; ++p) x += r.a[static_cast<size_t>(i * g.k + p)] * r.b[static_cast<size_t>(j * g.k + p)];
+    return x;
+  };
+  auto dgelu = [](double x) {
+    const double k = std::sqrt(2 / M_PI), t = std::tanh(k * (x + 0.044715 * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+  };
+  for (cublasLtEpilogue_t e : {CUBLASLT_EPILOGUE_DGELU, CUBLASLT_EPILOGUE_DGELU_BGRAD}) {
+    g.epilogue = e;
+    Result r = runGemm(g);
+    ASSERT_EQ(r.status, CUBLAS_STATUS_SUCCESS) << sim::lastBlasLtError();
+    for (int64_t j = 0; j < g.n; ++j) {
+      double column = 0;
+      for (int64_t i = 0; i < g.m; ++i) {
+        const size_t at = static_cast<size_t>(i * g.n + j);
+        const double want = product(r, i, j) * dgelu(r.auxIn[at]);
+        EXPECT_NEAR(r.d[at], want, 1e-5) << "D (" << i << "," << j << ") product " << product(r, i, j) << " aux " << r.auxIn[at] << " dgelu " << dgelu(r.auxIn[at]) << " got factor " << r.d[at] / product(r, i, j) << " auxafter " << r.aux[at];
+        column += want;
+      }
+      if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD) EXPECT_NEAR(r.biasOut[static_cast<size_t>(j)], column, 1e-5) << "db " << j;
+    }
+  }
+  // BGRADA: op(A) is the plan's op(b)^T: sums over k per feature j;
+  // BGRADB: op(B) is op(a)^T: sums over k per row i.
+  for (cublasLtEpilogue_t e : {CUBLASLT_EPILOGUE_BGRADA, CUBLASLT_EPILOGUE_BGRADB}) {
+    g.epilogue = e;
+    Result r = runGemm(g);
+    ASSERT_EQ(r.status, CUBLAS_STATUS_SUCCESS) << sim::lastBlasLtError();
+    const int64_t length = e == CUBLASLT_EPILOGUE_BGRADA ? g.n : g.m;
+    for (int64_t x = 0; x < length; ++x) {
+      double want = 0;
+      for (int64_t p = 0; p < g.k; ++p)
+        want += e == CUBLASLT_EPILOGUE_BGRADA ? r.b[static_cast<size_t>(x * g.k + p)] : r.a[static_cast<size_t>(x * g.k + p)];
+      EXPECT_NEAR(r.biasOut[static_cast<size_t>(x)], want, 1e-5) << "bias gradient " << x;
+    }
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) EXPECT_NEAR(r.d[static_cast<size_t>(i * g.n + j)], product(r, i, j), 1e-5);
   }
 }
 

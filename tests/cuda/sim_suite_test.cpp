@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "codegen/backend.h"
 #include "codegen/cuda/executor.h"
@@ -180,6 +181,24 @@ TEST(SimMultiTensor, CutLaunchesGiveTheSameBits) {
     EXPECT_EQ(test::compareTensors(got->outputs[i], want->outputs[i], 0, 0), "") << "output " << i;
   for (const auto& [name, t] : want->updates)
     EXPECT_EQ(test::compareTensors(*got->updates.at(name), *t, 0, 0), "") << "@" << name;
+}
+
+// The GELU MLP's training step uses cuBLASLt's GELU_AUX_BIAS forward and
+// DGELU_BGRAD backward epilogues (the GELU input kept by the forward for
+// the backward, the bias gradient from the backward GEMM): SimSuite checks
+// the step against the interpreter, so these are checked on the simulator.
+TEST(SimBlasLtEpilogues, GeluTrainingUsesTheForwardAndBackwardEpilogues) {
+  auto model = test::buildSuiteModel("gelu_mlp_train", "cuda");
+  ASSERT_TRUE(model) << model.error().message();
+  auto plan = buildPlan(*model->function);
+  ASSERT_TRUE(plan) << plan.error().message();
+  auto program = cuda::emitProgram(*plan, cuda::CudaCompileOptions{});
+  ASSERT_TRUE(program) << program.error().message();
+  std::multiset<std::string> epilogues;
+  for (const auto& s : program->steps)
+    if (s.matmul) epilogues.insert(s.matmul->epilogueName);
+  EXPECT_EQ(epilogues.count("GELU_AUX_BIAS"), 2u);
+  EXPECT_EQ(epilogues.count("DGELU_BGRAD"), 2u);
 }
 
 TEST(SimPrograms, GpuAndSimulatorProgramsAreNotMixedUp) {

@@ -13,7 +13,9 @@ using trace::Tensor;
 using SeqList = std::initializer_list<std::shared_ptr<nn::Module>>;
 
 struct Mlp : nn::Module {
-  explicit Mlp(std::vector<int64_t> widths) : Module("Mlp") {
+  // `gelu`: GELU's tanh form between the layers (cuBLASLt's GELU epilogues)
+  // instead of ReLU.
+  explicit Mlp(std::vector<int64_t> widths, bool gelu = false) : Module("Mlp"), gelu(gelu) {
     for (size_t i = 0; i + 1 < widths.size(); ++i)
       layers.push_back(registerModule(str("fc", i + 1), std::make_shared<nn::Linear>(widths[i], widths[i + 1])));
   }
@@ -21,11 +23,12 @@ struct Mlp : nn::Module {
     Tensor h = x;
     for (size_t i = 0; i < layers.size(); ++i) {
       h = layers[i]->forward(h);
-      if (i + 1 < layers.size()) h = trace::relu(h);
+      if (i + 1 < layers.size()) h = gelu ? trace::gelu(h, "tanh") : trace::relu(h);
     }
     return h;
   }
   std::vector<std::shared_ptr<nn::Linear>> layers;
+  bool gelu = false;
 };
 
 std::shared_ptr<nn::Sequential> convBnRelu(int64_t in, int64_t out) {
@@ -164,7 +167,8 @@ Expected<SuiteModel> training(const std::string& name, nn::Module& model, const 
 }  // namespace
 
 std::vector<std::string> suiteModelNames() {
-  return {"spiral_mlp_train", "mlp784_train", "cnn_train", "cnn_infer", "resnet18_infer", "transformer_infer"};
+  return {"spiral_mlp_train", "mlp784_train", "gelu_mlp_train", "cnn_train", "cnn_infer", "resnet18_infer",
+          "transformer_infer"};
 }
 
 Expected<SuiteModel> buildSuiteModel(const std::string& name, const std::string& target,
@@ -177,6 +181,10 @@ Expected<SuiteModel> buildSuiteModel(const std::string& name, const std::string&
   if (name == "mlp784_train") {
     Mlp model({784, 512, 512, 10});
     return training(name, model, TensorType(DType::F32, {64, 784}), 10, target, execution);
+  }
+  if (name == "gelu_mlp_train") {
+    Mlp model({32, 64, 64, 10}, /*gelu=*/true);
+    return training(name, model, TensorType(DType::F32, {48, 32}), 10, target, execution);
   }
   if (name == "cnn_train" || name == "cnn_infer") {
     SmallCnn model;

@@ -1,7 +1,8 @@
 // The models of the CUDA suite as plans for the cuda target, built with the
 // C++ tracing frontend (no ONNX needed, so the GPU machine, which builds
 // without ONNX, has the same models): the spiral MLP training step (Adam),
-// the larger MLP 784-512-512-10 training step (Adam), a small CNN
+// the larger MLP 784-512-512-10 training step (Adam), an MLP with GELU
+// (tanh) activations training step (cuBLASLt's GELU epilogues), a small CNN
 // (conv-bn-relu, pooling, linear) training step and inference, ResNet-18
 // inference and a transformer encoder block inference. Shapes are small:
 // kernel source does not depend on batch size beyond its constants.

@@ -13,7 +13,12 @@
 //   GELU is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) with or without
 //   BIAS; GELU_AUX[_BIAS] (the GELU input, after the bias, also stored to
 //   the aux matrix: D's type, AUX_LD >= rows and a multiple of 8, batch
-//   stride EPILOGUE_AUX_BATCH_STRIDE, default 0).
+//   stride EPILOGUE_AUX_BATCH_STRIDE, default 0); and for the backward pass
+//   DGELU[_BGRAD] (D = the product times GELU's derivative at the aux
+//   matrix, the forward's GELU input; _BGRAD also writes the bias gradient,
+//   D's sum over its columns, one element per row of D, to the bias
+//   pointer), BGRADA / BGRADB (a plain product; the bias gradient is op(A)'s
+//   sum over k, one per row of D, or op(B)'s, one per column of D).
 // Other epilogues and attributes are refused (CUBLAS_STATUS_NOT_SUPPORTED,
 // with lastBlasLtError() saying which), so a descriptor kfuse starts to
 // build differently cannot be run by a guess.
@@ -106,17 +111,34 @@ void store(void* base, size_t i, cudaDataType_t t, double v) {
 
 double geluTanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 
+// GELU's (tanh form) derivative.
+double geluTanhGrad(double x) {
+  const double k = 0.7978845608028654, t = std::tanh(k * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+// The bias vector is an input added to the product.
 bool hasBias(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
          e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
-bool hasAux(cublasLtEpilogue_t e) { return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
+// The bias pointer receives a gradient: per row of D (over D's columns,
+// or op(A)'s k), or per column of D (op(B)'s k).
+bool isDgelu(cublasLtEpilogue_t e) { return e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD; }
+bool biasGradOfRows(cublasLtEpilogue_t e) { return e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADA; }
+bool biasGradOfColumns(cublasLtEpilogue_t e) { return e == CUBLASLT_EPILOGUE_BGRADB; }
+// The aux matrix: written (GELU_AUX) or read (DGELU).
+bool hasAux(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || isDgelu(e);
+}
 bool isRelu(cublasLtEpilogue_t e) { return e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS; }
 bool isGelu(cublasLtEpilogue_t e) {
-  return e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS || hasAux(e);
+  return e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
 bool supportedEpilogue(cublasLtEpilogue_t e) {
-  return e == CUBLASLT_EPILOGUE_DEFAULT || hasBias(e) || isRelu(e) || isGelu(e);
+  return e == CUBLASLT_EPILOGUE_DEFAULT || hasBias(e) || isRelu(e) || isGelu(e) || isDgelu(e) || biasGradOfRows(e) ||
+         biasGradOfColumns(e);
 }
 
 // One matmul, everything copied out of the descriptors (a captured call
@@ -202,8 +224,9 @@ cublasStatus_t checkPointers(const Call& c) {
     if (auto s = matrix("C", c.pc, c.c)) return s;
   if (auto s = matrix("D", c.pd, c.d)) return s;
   const size_t db = typeBytes(c.d.type);
-  if (hasBias(c.desc.epilogue) &&
-      !inDevice(c.desc.bias, c.desc.biasBatchStride, c.d.batch, static_cast<uint64_t>(c.m), 1, c.m, db))
+  const int64_t biasLength = biasGradOfColumns(c.desc.epilogue) ? c.n : c.m;
+  if ((hasBias(c.desc.epilogue) || biasGradOfRows(c.desc.epilogue) || biasGradOfColumns(c.desc.epilogue)) &&
+      !inDevice(c.desc.bias, c.desc.biasBatchStride, c.d.batch, static_cast<uint64_t>(biasLength), 1, biasLength, db))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, "the bias vector reaches outside device memory (or is not set)");
   if (hasAux(c.desc.epilogue) && !inDevice(c.desc.aux, c.desc.auxBatchStride, c.d.batch, static_cast<uint64_t>(c.m),
                                            static_cast<uint64_t>(c.n), c.desc.auxLd, db))
@@ -225,22 +248,39 @@ void run(const Call& c) {
     const size_t db = typeBytes(c.d.type);
     const void* bias = hasBias(e) ? static_cast<const unsigned char*>(c.desc.bias) + batch * c.desc.biasBatchStride * static_cast<int64_t>(db) : nullptr;
     void* aux = hasAux(e) ? static_cast<unsigned char*>(c.desc.aux) + batch * c.desc.auxBatchStride * static_cast<int64_t>(db) : nullptr;
+    auto opA = [&](int64_t i, int64_t p) {
+      return load(A, static_cast<size_t>(ta ? p + i * c.a.ld : i + p * c.a.ld), c.a.type);
+    };
+    auto opB = [&](int64_t p, int64_t j) {
+      return load(B, static_cast<size_t>(tb ? j + p * c.b.ld : p + j * c.b.ld), c.b.type);
+    };
+    // The bias gradient, summed in double, rounded once to D's type.
+    std::vector<double> grad(static_cast<size_t>(biasGradOfColumns(e) ? c.n : c.m), 0.0);
     for (int64_t j = 0; j < c.n; ++j)
       for (int64_t i = 0; i < c.m; ++i) {
         double acc = 0;
-        for (int64_t p = 0; p < c.k; ++p) {
-          const size_t ia = static_cast<size_t>(ta ? p + i * c.a.ld : i + p * c.a.ld);
-          const size_t ib = static_cast<size_t>(tb ? j + p * c.b.ld : p + j * c.b.ld);
-          acc += load(A, ia, c.a.type) * load(B, ib, c.b.type);
-        }
+        for (int64_t p = 0; p < c.k; ++p) acc += opA(i, p) * opB(p, j);
         double x = c.alpha * acc;
         if (C) x += c.beta * load(C, static_cast<size_t>(i + j * c.c.ld), c.c.type);
         if (bias) x += load(bias, static_cast<size_t>(i), c.d.type);
-        if (aux) store(aux, static_cast<size_t>(i + j * c.desc.auxLd), c.d.type, x);
+        const size_t at = static_cast<size_t>(i + j * c.desc.auxLd);
+        if (aux && isDgelu(e)) x *= geluTanhGrad(load(aux, at, c.d.type));
+        if (aux && !isDgelu(e)) store(aux, at, c.d.type, x);
         if (isRelu(e)) x = x > 0 ? x : 0;  // max(x, 0), as fmaxf: NaN becomes 0
         if (isGelu(e)) x = geluTanh(x);
         store(D, static_cast<size_t>(i + j * c.d.ld), c.d.type, x);
+        if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD) grad[static_cast<size_t>(i)] += x;
       }
+    if (e == CUBLASLT_EPILOGUE_BGRADA)
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t p = 0; p < c.k; ++p) grad[static_cast<size_t>(i)] += opA(i, p);
+    if (e == CUBLASLT_EPILOGUE_BGRADB)
+      for (int64_t j = 0; j < c.n; ++j)
+        for (int64_t p = 0; p < c.k; ++p) grad[static_cast<size_t>(j)] += opB(p, j);
+    if (biasGradOfRows(e) || biasGradOfColumns(e)) {
+      void* out = static_cast<unsigned char*>(const_cast<void*>(c.desc.bias)) + batch * c.desc.biasBatchStride * static_cast<int64_t>(db);
+      for (size_t i = 0; i < grad.size(); ++i) store(out, i, c.d.type, grad[i]);
+    }
   }
 }
 
