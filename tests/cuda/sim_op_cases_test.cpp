@@ -45,6 +45,7 @@ void checkCase(const std::string& name, cuda::GemmPolicy gemm) {
   ASSERT_TRUE(prepareModule(**module, *backend));
   cuda::CudaExecutorOptions eo;
   eo.simulate = true;
+  eo.poison = true;  // dead buffers NaN (runtime/poison.h): scripts/test.sh runs the cuda tests once, unpoisoned
   eo.compile.cacheDir = std::string(KFUSE_BINARY_DIR) + "/sim-cache";
   eo.compile.gemm = gemm;
   auto exec = cuda::createCudaExecutor(eo);
