@@ -278,6 +278,8 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
     cuda::CudaExecutorOptions co;
     co.compile.arch = opts.cudaArch;
     co.cudaGraph = opts.cudaGraph;
+    co.simulate = opts.cudaSimulate;
+    KF_ASSIGN_OR_RETURN(co.schedule, cuda::sim::parseSchedule(opts.cudaSimSchedule));
     co.inplace = opts.inplace;
     co.profile = opts.profile;
     co.poison = opts.poison;

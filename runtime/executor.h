@@ -30,6 +30,11 @@ struct ExecutionOptions {
   // run as a CUDA Graph replayed after (--cuda-graph).
   std::string cudaArch = "sm_90";
   bool cudaGraph = false;
+  // cuda: the simulated device instead of a GPU (--simulate, a debugging
+  // aid: docs/cuda.md, "The simulator"), its threads run in the order
+  // `cudaSimSchedule` names (forward, reverse or random:SEED).
+  bool cudaSimulate = false;
+  std::string cudaSimSchedule = "forward";
   // Time every step of every run (stepTimes(); kfuse profile). Needs a
   // target that runs a plan (cpu, cuda) and, on cuda, no cudaGraph:
   // createExecutor refuses both. Off, runs read no clock.

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # build
+  # build (g++ is also the cuda simulator's compiler at run time: --simulate;
+  # its fibers need nothing beyond glibc)
   cmake ninja-build g++ ccache pkg-config
   # tests: GoogleTest, lit + FileCheck (llvm-14-tools), the PyTorch/ONNX oracle, a venv
   # for the onnx wheel whose node tests the suite runs (tests/onnx/onnx_wheel_node_tests.sh)

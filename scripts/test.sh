@@ -8,7 +8,8 @@
 # gives NaN and fails its test; then in the ordinary build, which switching
 # back only relinks. The first pass skips what runs no plan: package_fuzz
 # (fuzzes the package reader for a minute) and the cuda.* tests (NVRTC
-# compilation), and the ISA matrix (isa.*: the tests that run generated CPU
+# compilation; the simulated cuda device, whose tests poison buffers
+# themselves, runs once), and the ISA matrix (isa.*: the tests that run generated CPU
 # code, again under qemu-user as an AVX2 and an SSE4.2 CPU; tests/isa),
 # which the second pass runs.
 set -euo pipefail

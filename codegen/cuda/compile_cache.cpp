@@ -72,16 +72,36 @@ std::string CompileCache::defaultDir() {
   return (fs::path(home) / ".cache" / "kfuse" / "nvrtc").string();
 }
 
+namespace {
+
+std::string nvrtcIdentity(const NvrtcOptions& opts) {
+  std::string id = str("nvrtc ", nvrtcVersion(), "\n");
+  for (const std::string& o : nvrtcOptionList(opts)) {
+    id += o;
+    id += '\0';
+  }
+  return id;
+}
+
+}  // namespace
+
 std::string CompileCache::key(const std::string& source, const NvrtcOptions& opts) {
+  return key(source, nvrtcIdentity(opts));
+}
+
+std::string CompileCache::key(const std::string& source, const std::string& compilerIdentity) {
 #if KFUSE_NVRTC_CACHE
   Digest h;
-  h.update("nvrtc ").update(nvrtcVersion()).update("\n");
-  for (const std::string& o : nvrtcOptionList(opts)) h.update(o).update(std::string_view("\0", 1));
-  h.update("\n").update(source);
+  h.update(compilerIdentity).update("\n").update(source);
   return h.hex();
 #else
+  (void)source, (void)compilerIdentity;
   return "";
 #endif
+}
+
+UnitCompiler nvrtcUnitCompiler(const NvrtcOptions& opts) {
+  return {nvrtcIdentity(opts), [opts](const CompileJob& j) { return compileUnit(j.source, j.what, opts); }};
 }
 
 std::string CompileCache::pathOf(const std::string& key) const { return (fs::path(dir_) / (key + ".kfc")).string(); }
@@ -156,19 +176,24 @@ Status CompileCache::store(const std::string& key, const CompiledUnit& unit) con
 
 std::vector<Expected<CompiledUnit>> compileEach(const std::vector<CompileJob>& jobs, const NvrtcOptions& opts,
                                                 const CompileCache& cache, int threads, CompileStats* stats) {
+  return compileEach(jobs, nvrtcUnitCompiler(opts), cache, threads, stats);
+}
+
+std::vector<Expected<CompiledUnit>> compileEach(const std::vector<CompileJob>& jobs, const UnitCompiler& compiler,
+                                                const CompileCache& cache, int threads, CompileStats* stats) {
   auto start = std::chrono::steady_clock::now();
   std::vector<std::optional<Expected<CompiledUnit>>> results(jobs.size());
   std::atomic<size_t> next{0}, hits{0}, compiled{0};
   // Workers take jobs in order; each job's result has its own slot.
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
-      std::string key = cache.enabled() ? CompileCache::key(jobs[i].source, opts) : std::string();
+      std::string key = cache.enabled() ? CompileCache::key(jobs[i].source, compiler.identity) : std::string();
       if (auto cached = cache.load(key)) {
         results[i] = std::move(*cached);
         ++hits;
         continue;
       }
-      Expected<CompiledUnit> unit = compileUnit(jobs[i].source, jobs[i].what, opts);
+      Expected<CompiledUnit> unit = compiler.compile(jobs[i]);
       ++compiled;
       if (unit) (void)cache.store(key, *unit);  // a cache that cannot be written only costs time
       results[i] = std::move(unit);
@@ -194,8 +219,13 @@ std::vector<Expected<CompiledUnit>> compileEach(const std::vector<CompileJob>& j
 
 Expected<std::vector<CompiledUnit>> compileAll(const std::vector<CompileJob>& jobs, const NvrtcOptions& opts,
                                                const CompileCache& cache, int threads, CompileStats* stats) {
+  return compileAll(jobs, nvrtcUnitCompiler(opts), cache, threads, stats);
+}
+
+Expected<std::vector<CompiledUnit>> compileAll(const std::vector<CompileJob>& jobs, const UnitCompiler& compiler,
+                                               const CompileCache& cache, int threads, CompileStats* stats) {
   std::vector<CompiledUnit> out;
-  for (Expected<CompiledUnit>& r : compileEach(jobs, opts, cache, threads, stats)) {
+  for (Expected<CompiledUnit>& r : compileEach(jobs, compiler, cache, threads, stats)) {
     if (!r) return r.error();
     out.push_back(std::move(*r));
   }

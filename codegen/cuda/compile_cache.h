@@ -9,6 +9,7 @@
 // is never loaded: it is recompiled and overwritten.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ class CompileCache {
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
   static std::string key(const std::string& source, const NvrtcOptions& opts);
+  // The key of `source` compiled by a compiler of that identity (UnitCompiler).
+  static std::string key(const std::string& source, const std::string& compilerIdentity);
   std::string pathOf(const std::string& key) const;
 
   // nullopt when missing or invalid (an invalid entry is removed).
@@ -42,7 +45,17 @@ class CompileCache {
 struct CompileJob {
   std::string source;
   std::string what;  // for errors
+  std::vector<std::string> entries;  // its extern "C" entries (the simulator's compiler lists them)
 };
+
+// What compiles units: NVRTC, or the simulator's host compiler
+// (host_compiler.h). `identity` (the compiler, its version and options) is
+// part of every cache key.
+struct UnitCompiler {
+  std::string identity;
+  std::function<Expected<CompiledUnit>(const CompileJob&)> compile;
+};
+UnitCompiler nvrtcUnitCompiler(const NvrtcOptions& opts);
 
 struct CompileStats {
   size_t units = 0;
@@ -56,8 +69,13 @@ struct CompileStats {
 std::vector<Expected<CompiledUnit>> compileEach(const std::vector<CompileJob>& jobs, const NvrtcOptions& opts,
                                                 const CompileCache& cache, int threads, CompileStats* stats = nullptr);
 
+std::vector<Expected<CompiledUnit>> compileEach(const std::vector<CompileJob>& jobs, const UnitCompiler& compiler,
+                                                const CompileCache& cache, int threads, CompileStats* stats = nullptr);
+
 // compileEach's results, or the first failure in job order.
 Expected<std::vector<CompiledUnit>> compileAll(const std::vector<CompileJob>& jobs, const NvrtcOptions& opts,
+                                               const CompileCache& cache, int threads, CompileStats* stats = nullptr);
+Expected<std::vector<CompiledUnit>> compileAll(const std::vector<CompileJob>& jobs, const UnitCompiler& compiler,
                                                const CompileCache& cache, int threads, CompileStats* stats = nullptr);
 
 }  // namespace kfuse::cuda

@@ -146,17 +146,29 @@ Expected<CudaProgram> compileProgram(const Plan& plan, const CudaCompileOptions&
 Expected<CudaProgram> compileEmitted(EmittedProgram emitted, const CudaCompileOptions& opts, CompileStats* stats) {
   std::vector<CompileJob> jobs;
   for (const StepSource& u : emitted.units) {
-    std::vector<std::string> what;
-    for (const KernelLaunch& l : u.launches) what.push_back(l.what);
-    jobs.push_back({u.source, str("step ", u.name, " (", join(what, "; "), ")")});
+    std::vector<std::string> what, entries;
+    for (const KernelLaunch& l : u.launches) {
+      what.push_back(l.what);
+      entries.push_back(l.entry);
+    }
+    jobs.push_back({u.source, str("step ", u.name, " (", join(what, "; "), ")"), std::move(entries)});
   }
-  NvrtcOptions nv;
-  nv.arch = opts.arch;
-  nv.lineInfo = opts.lineInfo;
+  UnitCompiler compiler;
+  if (opts.simulate) {
+    KF_ASSIGN_OR_RETURN(compiler.identity, hostCompilerIdentity(opts.host));
+    compiler.compile = [host = opts.host](const CompileJob& j) {
+      return compileHostUnit(j.source, j.entries, j.what, host);
+    };
+  } else {
+    NvrtcOptions nv;
+    nv.arch = opts.arch;
+    nv.lineInfo = opts.lineInfo;
+    compiler = nvrtcUnitCompiler(nv);
+  }
   KF_ASSIGN_OR_RETURN(std::vector<CompiledUnit> compiled,
-                      compileAll(jobs, nv, CompileCache(opts.cacheDir), opts.compileThreads, stats));
+                      compileAll(jobs, compiler, CompileCache(opts.cacheDir), opts.compileThreads, stats));
   CudaProgram p;
-  p.arch = opts.arch;
+  p.arch = opts.simulate ? kSimulatorArch : opts.arch;
   for (size_t i = 0; i < compiled.size(); ++i)
     p.modules.push_back({emitted.units[i].name, std::move(compiled[i].cubin), std::move(compiled[i].ptx)});
   p.steps = std::move(emitted.steps);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/cuda/compile_cache.h"
+#include "codegen/cuda/host_compiler.h"
 #include "codegen/cuda/step_emitter.h"
 #include "runtime/cuda/program.h"
 
@@ -31,7 +32,13 @@ struct CudaCompileOptions {
   std::string cacheDir = CompileCache::defaultDir();  // "" disables the cache
   int compileThreads = 0;                             // 0: one per hardware thread
   bool lineInfo = false;
+  // For the simulator (docs/cuda.md): every unit compiled as host C++ by
+  // `host` instead of NVRTC; the program's arch is kSimulatorArch and only
+  // the simulated driver loads it.
+  bool simulate = false;
+  HostCompileOptions host;
 };
+
 
 struct CudaCompileReport {
   CompileStats nvrtc;

@@ -5,20 +5,20 @@
 #include "codegen/plan/plan_builder.h"
 #include "ir/support/strings.h"
 #include "runtime/cuda/cuda_runner.h"
+#include "runtime/cuda/sim/driver.h"
 
 namespace kfuse::cuda {
 namespace {
 
 class CudaExecutor : public Executor {
  public:
-  explicit CudaExecutor(CudaExecutorOptions opts) : opts_(std::move(opts)) {}
+  explicit CudaExecutor(CudaExecutorOptions opts) : opts_(std::move(opts)) { opts_.compile.simulate = opts_.simulate; }
   std::string_view target() const override { return "cuda"; }
 
   Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) override {
-    // The device first: on a machine without one, say so before compiling.
-    if (auto driver = loadDriver(); !driver)
-      return driver.error().context(str("the cuda target cannot run @", fn.name()));
+    KF_RETURN_IF_ERROR(checkDevice(fn));
     KF_ASSIGN_OR_RETURN(CudaRunner * runner, runnerFor(fn));
+    sim::setSchedule(opts_.schedule);
     return runner->run(*fn.module(), args);
   }
   // The loss guard as on the cpu target (runtime/plan_runner.h): a
@@ -27,9 +27,9 @@ class CudaExecutor : public Executor {
   Expected<InterpreterResult> runTrainingStep(const Graph& fn, const std::vector<Tensor>& args, int guard,
                                               bool& kept) override {
     kept = false;
-    if (auto driver = loadDriver(); !driver)
-      return driver.error().context(str("the cuda target cannot run @", fn.name()));
+    KF_RETURN_IF_ERROR(checkDevice(fn));
     KF_ASSIGN_OR_RETURN(CudaRunner * runner, runnerFor(fn));
+    sim::setSchedule(opts_.schedule);
     RunOptions ro;
     if (guard >= 0 && runner->canGuard(guard)) ro.finiteOutput = guard;
     return runner->run(*fn.module(), args, ro);
@@ -57,6 +57,14 @@ class CudaExecutor : public Executor {
   }
 
  private:
+  // The device first: on a machine without one, say so before compiling.
+  // The simulated device is always there.
+  Status checkDevice(const Graph& fn) {
+    if (opts_.simulate) return Status::ok();
+    if (auto driver = loadDriver(); !driver) return driver.error().context(str("the cuda target cannot run @", fn.name()));
+    return Status::ok();
+  }
+
   Expected<std::shared_ptr<const Plan>> planOf(const Graph& fn) {
     if (auto it = plans_.find(&fn); it != plans_.end()) return it->second;
     KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, noConvWorkspace()}));
@@ -67,6 +75,7 @@ class CudaExecutor : public Executor {
     KF_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, planOf(fn));
     KF_ASSIGN_OR_RETURN(CudaProgram program, compileProgram(*plan, opts_.compile));
     CudaRunnerOptions ro;
+    ro.simulate = opts_.simulate;
     ro.cudaGraph = opts_.cudaGraph;
     ro.profile = opts_.profile;
     ro.poison = opts_.poison;

@@ -8,12 +8,18 @@
 #include <memory>
 
 #include "codegen/cuda/compiler.h"
+#include "runtime/cuda/sim/scheduler.h"
 #include "runtime/executor.h"
 
 namespace kfuse::cuda {
 
 struct CudaExecutorOptions {
   CudaCompileOptions compile;
+  // The simulated device instead of a GPU (docs/cuda.md, "The simulator"):
+  // kernels compiled as host C++, run by the simulator under `schedule`.
+  // Sets compile.simulate.
+  bool simulate = false;
+  sim::Schedule schedule;
   bool cudaGraph = false;  // capture each run as a CUDA Graph, replay it after
   bool inplace = true;     // in-place rewriting of the plans (--no-inplace)
   bool profile = false;    // per-step times (Executor::stepTimes); not with cudaGraph

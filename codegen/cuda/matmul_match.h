@@ -7,12 +7,15 @@
 //   relu(product [+ bias])       RELU[_BIAS]   product's last dim
 //   gelu_tanh(product [+ bias])  GELU[_BIAS]   (cuBLASLt's GELU is the tanh form)
 //   ... and the pre-activation   GELU_AUX[_BIAS]  (the GELU input saved for backward)
+//   gelu_grad_tanh(product, pre) DGELU_BGRAD     (backward: with its sum over
+//   and its sum over the batch                    the batch, the bias gradient)
 //
-// ReLU with a saved pre-activation does not match: cuBLASLt's ReLU aux
-// output is a bit mask, which no kfuse value is, and the backward forms
-// (DRELU_BGRAD, DGELU_BGRAD, BGRADA/B) need the forward's aux or a bias
-// gradient fused with its GEMM, which plans do not group today; they are
-// listed in docs/cuda.md with what the plan would need.
+// A store that writes the product over its own storage (in-place) is one
+// cuBLASLt writes too, so readers of that storage elsewhere do not stop a
+// match. ReLU with a saved pre-activation does not match: cuBLASLt's ReLU
+// aux output is a bit mask, which no kfuse value is (so no DRELU_BGRAD
+// either); BGRADA/B would need the bias gradient grouped with the weight
+// gradient's GEMM, where plans do not put it (docs/cuda.md).
 #pragma once
 
 #include <optional>

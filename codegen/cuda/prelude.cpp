@@ -156,21 +156,26 @@ template <int C, typename T> KF_FN T kf_column_reduce(T v, T* tmp) {
   return r;
 }
 
-// Dynamic shared memory, sized per launch by the host.
-#ifndef KFUSE_EMULATION
+// Dynamic shared memory, sized per launch by the host. The simulator
+// (runtime/cuda/sim/device.h) gives each block its own and defines
+// kf_smem and KF_SIM_CHECK_ALIGNED itself.
+#ifndef KFUSE_SIMULATOR
 KF_FN unsigned char* kf_smem() {
   extern __shared__ double kf_dynamic_smem[];
   return reinterpret_cast<unsigned char*>(kf_dynamic_smem);
 }
+#define KF_SIM_CHECK_ALIGNED(p, bytes)
 #endif
 
 // Aligned vectors of N elements: one 16-byte (or narrower) memory access per
 // 16 bytes. Callers guarantee the alignment.
 template <typename T, int N> struct alignas(sizeof(T) * N) kf_vec { T v[N]; };
 template <typename T, int N> KF_FN kf_vec<T, N> kf_vload(const T* p) {
+  KF_SIM_CHECK_ALIGNED(p, sizeof(T) * N);
   return *reinterpret_cast<const kf_vec<T, N>*>(p);
 }
 template <typename T, int N> KF_FN void kf_vstore(T* p, const kf_vec<T, N>& v) {
+  KF_SIM_CHECK_ALIGNED(p, sizeof(T) * N);
   *reinterpret_cast<kf_vec<T, N>*>(p) = v;
 }
 KF_FN bool kf_aligned(const void* p, kf_u64 bytes) { return ((kf_u64)p & (bytes - 1u)) == 0u; }

@@ -5,7 +5,7 @@
 // fused kernels and runs it; the IR around each pass of that compilation is
 // dumped for inspection.
 //
-//   example_spiral [--epochs N] [--target cpu|interpreter] [--dump-dir DIR]
+//   example_spiral [--epochs N] [--target cpu|interpreter|cuda [--simulate]] [--dump-dir DIR]
 //                  [--save-data FILE.npz] [--save-init FILE.safetensors] [--summary FILE.json]
 //
 // --save-data and --save-init write the dataset and the starting weights, so
@@ -69,6 +69,7 @@ Spiral makeSpiral(int64_t perClass, int64_t classes, uint64_t seed) {
 struct Options {
   int64_t epochs = 1000;
   std::string target = "cpu", dumpDir = "spiral-ir-dumps", saveData, saveInit, summary;
+  bool simulate = false;
 };
 
 double accuracy(kfuse::Trainer& t, const Spiral& data) {
@@ -104,6 +105,7 @@ int run(const Options& o) {
 
   kfuse::TrainerOptions opts;
   opts.target = o.target;
+  opts.execution.cudaSimulate = o.simulate;
   opts.training.loss = kfuse::LossKind::CrossEntropy;
   opts.training.optimizer.kind = kfuse::OptimizerKind::Adam;
   opts.instrumentation.dumpDir = o.dumpDir;
@@ -143,7 +145,8 @@ int main(int argc, char** argv) {
   CLI::App app{"The spiral training demo"};
   Options o;
   app.add_option("--epochs", o.epochs, "Full-batch Adam steps (default 1000)");
-  app.add_option("--target", o.target, "Where to train: cpu (default) or interpreter");
+  app.add_option("--target", o.target, "Where to train: cpu (default), interpreter or cuda (a GPU, or --simulate)");
+  app.add_flag("--simulate", o.simulate, "With --target cuda: the simulated device (docs/cuda.md), no GPU needed");
   app.add_option("--dump-dir", o.dumpDir, "Where the IR around each pass is written");
   app.add_option("--save-data", o.saveData, "Write the dataset (.npz)");
   app.add_option("--save-init", o.saveInit, "Write the starting weights (.safetensors)");

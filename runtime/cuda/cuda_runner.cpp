@@ -5,6 +5,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/support/strings.h"
+#include "runtime/cuda/sim/driver.h"
 
 namespace kfuse::cuda {
 namespace {
@@ -37,6 +38,10 @@ Expected<std::unique_ptr<CudaRunner>> CudaRunner::create(std::shared_ptr<const P
                                                          CudaRunnerOptions opts) {
   if (program.steps.size() != plan->steps.size())
     return Error(str("the CUDA program has ", program.steps.size(), " steps for a plan of ", plan->steps.size()));
+  if (opts.simulate != (program.arch == kSimulatorArch))
+    return Error(opts.simulate ? str("the simulated device runs programs compiled for it (--simulate), not for ",
+                                     program.arch)
+                               : str("the program was compiled for the simulator; run it with --simulate"));
   if (opts.profile && opts.cudaGraph)
     return Error("per-step times cannot be measured in a CUDA Graph (it replays the whole plan as one launch): "
                  "profile and cudaGraph exclude each other");
@@ -46,7 +51,11 @@ Expected<std::unique_ptr<CudaRunner>> CudaRunner::create(std::shared_ptr<const P
 }
 
 Status CudaRunner::init() {
-  KF_ASSIGN_OR_RETURN(cu_, loadDriver());
+  if (simulate_) {
+    cu_ = sim::simulatedDriver();
+  } else {
+    KF_ASSIGN_OR_RETURN(cu_, loadDriver());
+  }
   CUdevice dev = 0;
   KF_RETURN_IF_ERROR(check("cuDeviceGet", cu_->deviceGet(&dev, 0)));
   CUcontext ctx = nullptr;
@@ -93,7 +102,11 @@ Status CudaRunner::init() {
     }
   }
   if (anyMatmul) {
-    KF_ASSIGN_OR_RETURN(lt_, loadBlasLt());
+    if (simulate_) {
+      lt_ = sim::simulatedBlasLt();
+    } else {
+      KF_ASSIGN_OR_RETURN(lt_, loadBlasLt());
+    }
     if (lt_->create(&ltHandle_) != CUBLAS_STATUS_SUCCESS) return Error("cublasLtCreate failed");
   }
 
@@ -239,7 +252,7 @@ Status CudaRunner::runMatmul(const MatmulCall& c) {
   auto fail = [&](const char* what) {
     cleanup();
     return Error(str("cuBLASLt ", what, " failed for a ", c.m, "x", c.n, "x", c.k, " matmul (epilogue ", c.epilogueName,
-                     ")"));
+                     ")", simulate_ ? str(": ", sim::lastBlasLtError()) : std::string()));
   };
   if (lt_->descCreate(&desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F) !=
       CUBLAS_STATUS_SUCCESS)

@@ -29,6 +29,10 @@
 namespace kfuse::cuda {
 
 struct CudaRunnerOptions {
+  // Run on the simulated device (runtime/cuda/sim/driver.h, a debugging aid
+  // that needs no GPU) instead of the driver: the program must have been
+  // compiled for it (CudaCompileOptions::simulate). Never chosen otherwise.
+  bool simulate = false;
   bool cudaGraph = false;
   bool profile = false;  // per-step times (stepTimes()); not with cudaGraph
   bool poison = poisonByDefault();  // RunnerOptions::poison
@@ -49,6 +53,7 @@ class CudaRunner : public PlanRunner {
   CudaRunner(std::shared_ptr<const Plan> plan, CudaProgram program, CudaRunnerOptions opts)
       : PlanRunner(std::move(plan), RunnerOptions{opts.poison, opts.profile}),
         program_(std::move(program)),
+        simulate_(opts.simulate),
         cudaGraph_(opts.cudaGraph) {}
   Status init();
   CUdeviceptr pointer(int buffer) const { return base_ + offsets_[static_cast<size_t>(plan_->storageOf(buffer))]; }
@@ -76,6 +81,7 @@ class CudaRunner : public PlanRunner {
   Status synchronize() const;
 
   CudaProgram program_;
+  bool simulate_ = false;
   bool cudaGraph_ = false;
   const DriverApi* cu_ = nullptr;
   const BlasLtApi* lt_ = nullptr;

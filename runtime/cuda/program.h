@@ -66,6 +66,11 @@ struct StepProgram {
 
 constexpr size_t kMatmulWorkspaceBytes = 32u << 20;
 
+// CudaProgram::arch of a program compiled for the simulator (its modules
+// are host shared objects, runtime/cuda/sim/module.h): only the simulated
+// driver runs it, and the simulated driver runs nothing else.
+inline constexpr const char* kSimulatorArch = "simulator";
+
 struct CudaProgram {
   std::string arch;  // "sm_90"
   std::vector<ModuleImage> modules;

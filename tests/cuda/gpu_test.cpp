@@ -63,9 +63,9 @@ TEST_P(GpuSuite, MatchesTheInterpreter) {
   ASSERT_EQ(got->outputs.size(), want->outputs.size());
   for (size_t i = 0; i < got->outputs.size(); ++i)
     EXPECT_EQ(test::compareTensors(got->outputs[i], want->outputs[i], 1e-4, 1e-4), "") << "output " << i;
-  ASSERT_EQ(got->updates.size(), want->updates.size());
-  for (const auto& [name, t] : want->updates)
-    EXPECT_EQ(test::compareTensors(*got->updates.at(name), *t, 1e-4, 1e-4), "") << "update of @" << name;
+  // Adam's first step is ill-conditioned where a gradient is near zero
+  // (the cpu target and the simulator differ from the interpreter there).
+  EXPECT_EQ(test::compareTrainingUpdates(*got, *want, 1e-4, 1e-4), "");
   // kfuse memory --target=cuda's predicted peak is the device's allocation,
   // to the byte (its regions, scratch and cuBLASLt workspace).
   const Plan* plan = exec->planFor(fn);

@@ -1,5 +1,7 @@
 #include "tests/cuda/suite_models.h"
 
+#include <cmath>
+
 #include "codegen/backend.h"
 #include "frontend/trace/trace.h"
 #include "ir/support/strings.h"
@@ -11,7 +13,9 @@ using trace::Tensor;
 using SeqList = std::initializer_list<std::shared_ptr<nn::Module>>;
 
 struct Mlp : nn::Module {
-  explicit Mlp(std::vector<int64_t> widths) : Module("Mlp") {
+  // `gelu`: GELU's tanh form between the layers (cuBLASLt's GELU epilogues)
+  // instead of ReLU.
+  explicit Mlp(std::vector<int64_t> widths, bool gelu = false) : Module("Mlp"), gelu(gelu) {
     for (size_t i = 0; i + 1 < widths.size(); ++i)
       layers.push_back(registerModule(str("fc", i + 1), std::make_shared<nn::Linear>(widths[i], widths[i + 1])));
   }
@@ -19,11 +23,12 @@ struct Mlp : nn::Module {
     Tensor h = x;
     for (size_t i = 0; i < layers.size(); ++i) {
       h = layers[i]->forward(h);
-      if (i + 1 < layers.size()) h = trace::relu(h);
+      if (i + 1 < layers.size()) h = gelu ? trace::gelu(h, "tanh") : trace::relu(h);
     }
     return h;
   }
   std::vector<std::shared_ptr<nn::Linear>> layers;
+  bool gelu = false;
 };
 
 std::shared_ptr<nn::Sequential> convBnRelu(int64_t in, int64_t out) {
@@ -140,11 +145,12 @@ Expected<SuiteModel> inference(const std::string& name, nn::Module& model, const
 }
 
 Expected<SuiteModel> training(const std::string& name, nn::Module& model, const TensorType& input, int64_t classes,
-                              const std::string& target) {
+                              const std::string& target, const ExecutionOptions& execution) {
   model.train();
   KF_ASSIGN_OR_RETURN(auto m, nn::trace(model, input));
   TrainerOptions opts;
   opts.target = target;
+  opts.execution = execution;
   opts.training.loss = LossKind::CrossEntropy;
   opts.training.optimizer.kind = OptimizerKind::Adam;
   KF_ASSIGN_OR_RETURN(auto trainer, Trainer::create(std::move(m), opts));
@@ -161,23 +167,30 @@ Expected<SuiteModel> training(const std::string& name, nn::Module& model, const 
 }  // namespace
 
 std::vector<std::string> suiteModelNames() {
-  return {"spiral_mlp_train", "mlp784_train", "cnn_train", "cnn_infer", "resnet18_infer", "transformer_infer"};
+  return {"spiral_mlp_train", "mlp784_train", "gelu_mlp_train", "cnn_train", "cnn_infer", "resnet18_infer",
+          "transformer_infer"};
 }
 
-Expected<SuiteModel> buildSuiteModel(const std::string& name, const std::string& target) {
+Expected<SuiteModel> buildSuiteModel(const std::string& name, const std::string& target,
+                                     const ExecutionOptions& execution) {
   nn::manualSeed(0);
   if (name == "spiral_mlp_train") {
     Mlp model({2, 64, 64, 3});
-    return training(name, model, TensorType(DType::F32, {300, 2}), 3, target);
+    return training(name, model, TensorType(DType::F32, {300, 2}), 3, target, execution);
   }
   if (name == "mlp784_train") {
     Mlp model({784, 512, 512, 10});
-    return training(name, model, TensorType(DType::F32, {64, 784}), 10, target);
+    return training(name, model, TensorType(DType::F32, {64, 784}), 10, target, execution);
+  }
+  if (name == "gelu_mlp_train") {
+    Mlp model({32, 64, 64, 10}, /*gelu=*/true);
+    return training(name, model, TensorType(DType::F32, {48, 32}), 10, target, execution);
   }
   if (name == "cnn_train" || name == "cnn_infer") {
     SmallCnn model;
     TensorType input(DType::F32, {4, 3, 16, 16});
-    return name == "cnn_train" ? training(name, model, input, 10, target) : inference(name, model, input, target);
+    return name == "cnn_train" ? training(name, model, input, 10, target, execution)
+                                : inference(name, model, input, target);
   }
   if (name == "resnet18_infer") {
     ResNet18 model;
@@ -188,6 +201,30 @@ Expected<SuiteModel> buildSuiteModel(const std::string& name, const std::string&
     return inference(name, model, TensorType(DType::F32, {2, 16, 64}), target);
   }
   return Error(str("no suite model '", name, "' (have: ", join(suiteModelNames()), ")"));
+}
+
+std::string compareTrainingUpdates(const InterpreterResult& got, const InterpreterResult& want, double atol,
+                                   double rtol) {
+  if (got.updates.size() != want.updates.size())
+    return str(got.updates.size(), " updates, expected ", want.updates.size());
+  for (const auto& [name, w] : want.updates) {
+    auto it = got.updates.find(name);
+    if (it == got.updates.end()) return str("no update of @", name);
+    const kfuse::Tensor& g = *it->second;
+    if (g.type() != w->type()) return str("@", name, ": ", formatType(g.type()), ", expected ", formatType(w->type()));
+    auto moment = want.updates.find(name + ".exp_avg");
+    double scale = 0;
+    if (moment != want.updates.end())
+      for (int64_t i = 0; i < moment->second->numElements(); ++i) scale = std::max(scale, std::fabs(moment->second->at(i)));
+    for (int64_t i = 0; i < w->numElements(); ++i) {
+      const double a = g.at(i), b = w->at(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (moment != want.updates.end() && std::fabs(moment->second->at(i)) < 1e-4 * scale) continue;
+      if (!(std::fabs(a - b) <= atol + rtol * std::fabs(b)))
+        return str("@", name, " element ", i, ": got ", a, ", expected ", b);
+    }
+  }
+  return "";
 }
 
 }  // namespace kfuse::test

@@ -2,7 +2,10 @@
 1000 Adam steps each; kfuse's final accuracy must be within 1 point of
 PyTorch's and its final loss within 5%.
 
-  check_spiral.py EXAMPLE_SPIRAL_BINARY SPIRAL_TORCH_PY WORKDIR
+  check_spiral.py EXAMPLE_SPIRAL_BINARY SPIRAL_TORCH_PY WORKDIR [DEMO OPTIONS...]
+
+(DEMO OPTIONS: e.g. --target cuda --simulate, the demo on the simulated
+cuda device.)
 """
 import json
 import os
@@ -10,11 +13,12 @@ import subprocess
 import sys
 
 binary, torch_script, work = sys.argv[1:4]
+options = sys.argv[4:]
 os.makedirs(work, exist_ok=True)
 data, init = os.path.join(work, "spiral.npz"), os.path.join(work, "init.safetensors")
 ours, theirs = os.path.join(work, "kfuse.json"), os.path.join(work, "torch.json")
 subprocess.run([binary, "--save-data", data, "--save-init", init, "--summary", ours,
-                "--dump-dir", os.path.join(work, "dumps")], check=True)
+                "--dump-dir", os.path.join(work, "dumps")] + options, check=True)
 subprocess.run([sys.executable, torch_script, data, init, "--summary", theirs], check=True)
 k, t = json.load(open(ours)), json.load(open(theirs))
 print("kfuse: accuracy %.4f loss %.6f; torch: accuracy %.4f loss %.6f" % (k["accuracy"], k["loss"], t["accuracy"],

@@ -88,6 +88,8 @@ int runPackage(const RunArgs& a, const std::string& format) {
     return reportError("run", Error("--arch: a package is compiled for its architecture (kfuse compile --arch)"));
   if (!a.planning.cpu.empty())
     return reportError("run", Error("--cpu: a package is compiled for its CPU (kfuse compile --cpu)"));
+  if (a.cuda.simulate)
+    return reportError("run", Error("--simulate runs models, not packages (a package holds code for a GPU)"));
   if (a.cuda.cudaGraph && (*pkg)->meta().target != "cuda")
     return reportError("run", Error(str("--cuda-graph applies to cuda packages, not ", (*pkg)->meta().target)));
   PackageRunnerOptions ro;

@@ -211,6 +211,7 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
   KF_RETURN_IF_ERROR(checkDataset(p.data, forward.name, inputs, outputs, p.batch, p.loss, p.ignoreIndex));
   if (!a.cuda.arch.empty()) return Error("--arch: a package is compiled for its architecture (kfuse compile --arch)");
   if (!a.planning.cpu.empty()) return Error("--cpu: a package is compiled for its CPU (kfuse compile --cpu)");
+  if (a.cuda.simulate) return Error("--simulate trains models, not packages (a package holds code for a GPU)");
   PackageRunnerOptions ro;
   ro.poison = a.poison;
   ro.cudaGraph = a.cuda.cudaGraph;

@@ -32,11 +32,14 @@ Action addTestOnnxCommand(CLI::App& app);
 // Parses a module from a path, or from standard input for "-".
 Expected<std::unique_ptr<Module>> loadModuleArg(const std::string& path);
 
-// The cuda target's flags of run and train: --arch (the architecture NVRTC
-// compiles for) and --cuda-graph. Registers them on `cmd`.
+// The cuda target's flags of run, train and profile: --arch (the
+// architecture NVRTC compiles for), --cuda-graph, and --simulate with
+// --sim-schedule (the simulated device, docs/cuda.md). Registers them on `cmd`.
 struct CudaFlags {
   std::string arch;  // "": sm_90
   bool cudaGraph = false;
+  bool simulate = false;
+  std::string simSchedule;  // "": forward
 };
 void addCudaFlags(CLI::App* cmd, CudaFlags& f);
 // How run, train and compile plan a model: --no-fuse, --layout,

@@ -20,13 +20,23 @@ void addCudaFlags(CLI::App* cmd, CudaFlags& f) {
   cmd->add_option("--arch", f.arch, "cuda: the GPU architecture to compile for: sm_80, sm_89 or sm_90 (default)");
   cmd->add_flag("--cuda-graph", f.cudaGraph,
                 "cuda: capture each run as a CUDA Graph and replay it (one launch per run from the host)");
+  cmd->add_flag("--simulate", f.simulate,
+                "cuda, a debugging aid: run on the simulated device (kernels compiled as host C++ by g++, every CUDA "
+                "thread a fiber, CUDA's barrier and warp rules checked; slow) instead of a GPU");
+  cmd->add_option("--sim-schedule", f.simSchedule,
+                  "cuda --simulate: the order the simulator runs threads and blocks in: forward (default), reverse "
+                  "or random:SEED");
 }
 
 Status applyCudaFlags(const CudaFlags& f, const std::string& target, ExecutionOptions& exec) {
-  if (target != "cuda" && (!f.arch.empty() || f.cudaGraph))
-    return Error(str(!f.arch.empty() ? "--arch" : "--cuda-graph", " applies to --target=cuda, not ", target));
+  if (target != "cuda" && (!f.arch.empty() || f.cudaGraph || f.simulate))
+    return Error(str(!f.arch.empty() ? "--arch" : f.cudaGraph ? "--cuda-graph" : "--simulate",
+                     " applies to --target=cuda, not ", target));
+  if (!f.simSchedule.empty() && !f.simulate) return Error("--sim-schedule applies with --simulate");
   if (!f.arch.empty()) exec.cudaArch = f.arch;
   exec.cudaGraph = f.cudaGraph;
+  exec.cudaSimulate = f.simulate;
+  if (!f.simSchedule.empty()) exec.cudaSimSchedule = f.simSchedule;
   return Status::ok();
 }
 
