@@ -26,21 +26,23 @@ constexpr int64_t kMaxSharedBytes = int64_t{1} << 20;
 
 // The cuBLASLt epilogues a MatmulCall uses (codegen/cuda/matmul_match.cpp),
 // with cublasLtEpilogue_t's values: this file builds without the CUDA
-// headers, and the reader accepts no other epilogue (others write through
-// the bias pointer, or read operands the call does not name).
+// headers, and the reader accepts no other epilogue (others read operands
+// the call does not name). DGELU_BGRAD reads aux (the forward's GELU input)
+// and writes the bias gradient through the bias pointer.
 struct Epilogue {
   std::string_view name;
   uint32_t value;
   bool bias, aux;
 };
-constexpr std::array<Epilogue, 8> kEpilogues = {{{"DEFAULT", 1, false, false},
+constexpr std::array<Epilogue, 9> kEpilogues = {{{"DEFAULT", 1, false, false},
                                                  {"RELU", 2, false, false},
                                                  {"BIAS", 4, true, false},
                                                  {"RELU_BIAS", 6, true, false},
                                                  {"GELU", 32, false, false},
                                                  {"GELU_BIAS", 36, true, false},
                                                  {"GELU_AUX", 160, false, true},
-                                                 {"GELU_AUX_BIAS", 164, true, true}}};
+                                                 {"GELU_AUX_BIAS", 164, true, true},
+                                                 {"DGELU_BGRAD", 208, true, true}}};
 
 ojson writeMatmul(const MatmulCall& c) {
   return ojson{{"a", c.a},
