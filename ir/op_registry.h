@@ -103,8 +103,8 @@ struct LayoutSpec {
   std::vector<std::string> imageShapeAttrs;
 };
 
-// A block of an op's result that is a block of one operand, or one value
-// throughout. Data-movement ops whose results are such blocks, but not an
+// A block of an op's result (possibly strided) that is a block of one
+// operand, or one value throughout. Data-movement ops whose results are such blocks, but not an
 // affine map of one operand (constant pad, concat), describe them so that
 // code generators copy block by block: the blocks are disjoint and cover
 // the result, so each element is written once.
@@ -114,6 +114,8 @@ struct Piece {
   Shape extent;                       // the block's shape
   std::vector<int64_t> resultStart;   // its first element in the result
   std::vector<int64_t> operandStart;  // and in the operand (operand >= 0)
+  // The block's step in the result per dim (empty: 1): a strided block.
+  std::vector<int64_t> resultStep;
 };
 using PiecesFn = std::function<Expected<std::vector<Piece>>(const OpCall&, const TensorType& result)>;
 

@@ -353,11 +353,13 @@ std::vector<int64_t> stridesOf(const Shape& shape) {
 }
 
 // The map of a block starting at `start` in a buffer of `shape`, iterated
-// over the block's own index space.
-IndexMap blockMap(const Shape& shape, const std::vector<int64_t>& start) {
+// over the block's own index space with `step` per dim (empty: 1).
+IndexMap blockMap(const Shape& shape, const std::vector<int64_t>& start, const std::vector<int64_t>& step = {}) {
   IndexMap m;
   m.strides = stridesOf(shape);
   for (size_t d = 0; d < shape.size(); ++d) m.base += start[d] * m.strides[d];
+  if (!step.empty())
+    for (size_t d = 0; d < shape.size(); ++d) m.strides[d] *= step[d];
   return m;
 }
 
@@ -369,9 +371,12 @@ Expected<LoweredGroup> lowerPieces(const Node& n, const std::string& name) {
   for (const Value* v : n.operands()) types.push_back(v->type());
   const TensorType& out = n.result()->type();
   KF_ASSIGN_OR_RETURN(std::vector<Piece> pieces, n.op().pieces(OpCall{n.op(), n.attrs(), types, &n, nullptr}, out));
+  // Empty blocks are dropped; an empty result keeps one (empty) kernel, so
+  // that its step is an ordinary launch of nothing, like any empty kernel.
+  const bool anyWork = std::any_of(pieces.begin(), pieces.end(), [](const Piece& p) { return numElements(p.extent) > 0; });
   LoweredGroup g;
   for (const Piece& p : pieces) {
-    if (numElements(p.extent) == 0) continue;
+    if (numElements(p.extent) == 0 && (anyWork || !g.kernels.empty())) continue;
     Kernel k;
     k.name = str(name, "_", g.kernels.size());
     k.outer = p.extent;
@@ -386,7 +391,7 @@ Expected<LoweredGroup> lowerPieces(const Node& n, const std::string& name) {
     }
     k.buffers.push_back({"out0", out, true});
     refs.push_back({BufferRef::Kind::Result, 0});
-    k.stores.push_back({static_cast<int>(k.buffers.size()) - 1, blockMap(out.shape, p.resultStart), StoreScope::Element,
+    k.stores.push_back({static_cast<int>(k.buffers.size()) - 1, blockMap(out.shape, p.resultStart, p.resultStep), StoreScope::Element,
                         value.node()});
     KF_RETURN_IF_ERROR(verifyKernel(k));
     g.kernels.push_back(std::move(k));

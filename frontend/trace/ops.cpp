@@ -142,6 +142,9 @@ Tensor pad(const Tensor& x, Ints pads, const std::string& mode, double value) {
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis) {
   return apply1(Op::Gather, {x, indices}, {{"axis", axis}});
 }
+Tensor interleave(const std::vector<Tensor>& xs, Shape shape, std::vector<int64_t> steps, std::vector<int64_t> offsets) {
+  return apply1(Op::Interleave, xs, {{"shape", std::move(shape)}, {"steps", std::move(steps)}, {"offsets", std::move(offsets)}});
+}
 Tensor scatterNd(const Tensor& x, const Tensor& indices, const Tensor& updates, const std::string& reduction) {
   return apply1(Op::ScatterNd, {x, indices, updates}, {{"reduction", reduction}});
 }

@@ -121,6 +121,10 @@ Tensor slice(const Tensor& x, std::vector<int64_t> starts, std::vector<int64_t> 
 // pads: all begins, then all ends; mode "constant", "reflect" or "edge".
 Tensor pad(const Tensor& x, std::vector<int64_t> pads, const std::string& mode = "constant", double value = 0.0);
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis = 0);
+// The inverse of strided slicing: xs[i] fills the positions offsets[i] +
+// steps * j of a result of `shape` (offsets flattened, rank entries per
+// operand; one operand per residue class of the steps).
+Tensor interleave(const std::vector<Tensor>& xs, Shape shape, std::vector<int64_t> steps, std::vector<int64_t> offsets);
 // ONNX ScatterND: x with the slices at the coordinates in indices' last axis
 // replaced by updates, or combined by reduction "add", "mul", "max", "min".
 Tensor scatterNd(const Tensor& x, const Tensor& indices, const Tensor& updates, const std::string& reduction = "none");

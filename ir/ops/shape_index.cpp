@@ -260,6 +260,85 @@ Tensors referenceGatherGrad(const OpCall& c, Inputs in, Outputs out) {
   return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
 }
 
+// ------------------------------------------------------------ interleave
+// The inverse of strided slicing: operand i fills the lattice of result
+// positions offsets[i] + steps * j. The operands cover every residue class
+// of the steps exactly once (offsets in [0, step) per dim, all distinct), so
+// each result element comes from one operand: the gradient of a strided
+// slicing, and how a pooling's backward assembles its phases
+// (passes/pool_expand.cpp).
+
+// Operand i's offsets, checked against the steps and the result's shape.
+Expected<std::vector<std::vector<int64_t>>> interleaveOffsets(const OpCall& c) {
+  const std::vector<int64_t>& shape = c.getInts("shape");
+  const std::vector<int64_t>& steps = c.getInts("steps");
+  const std::vector<int64_t>& flat = c.getInts("offsets");
+  const size_t rank = shape.size();
+  if (steps.size() != rank) return Error(str("steps ", ops::listText(steps), " must have one entry per dim of shape ", ops::listText(shape)));
+  if (flat.size() != rank * c.inputs.size())
+    return Error(str("offsets must hold ", rank, " entries per operand (", rank * c.inputs.size(), "), got ", flat.size()));
+  int64_t classes = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0) return Error(str("shape ", ops::listText(shape), " has a negative size"));
+    if (steps[d] < 1) return Error(str("steps ", ops::listText(steps), " must be at least 1"));
+    if (steps[d] > 64) return Error(str("steps ", ops::listText(steps), " above 64 interleave too many operands"));
+    classes *= steps[d];
+  }
+  if (static_cast<int64_t>(c.inputs.size()) != classes)
+    return Error(str("steps ", ops::listText(steps), " make ", classes, " residue classes, one operand each; got ", c.inputs.size(), " operands"));
+  std::vector<std::vector<int64_t>> offsets;
+  std::vector<bool> seen(static_cast<size_t>(classes), false);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    std::vector<int64_t> o(flat.begin() + static_cast<std::ptrdiff_t>(i * rank), flat.begin() + static_cast<std::ptrdiff_t>((i + 1) * rank));
+    int64_t cls = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      if (o[d] < 0 || o[d] >= steps[d])
+        return Error(str("operand ", i, "'s offsets ", ops::listText(o), " must lie in [0, step) per dim"));
+      cls = cls * steps[d] + o[d];
+      const int64_t want = shape[d] > o[d] ? (shape[d] - o[d] + steps[d] - 1) / steps[d] : 0;
+      if (c.inputs[i].rank() != rank || c.inputs[i].shape[d] != want)
+        return Error(str("operand ", i, " (", formatType(c.inputs[i]), ") must have ", want, " elements along dim ", d,
+                         ": the positions ", o[d], ", ", o[d], " + ", steps[d], ", ... below ", shape[d]));
+    }
+    if (seen[static_cast<size_t>(cls)]) return Error(str("operand ", i, "'s offsets ", ops::listText(o), " repeat another operand's"));
+    seen[static_cast<size_t>(cls)] = true;
+    offsets.push_back(std::move(o));
+  }
+  return offsets;
+}
+
+Results inferInterleave(const OpCall& c) {
+  for (size_t i = 1; i < c.inputs.size(); ++i) KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, i));
+  KF_RETURN_IF_ERROR(interleaveOffsets(c).status());
+  KF_RETURN_IF_ERROR(checkShapeBounds(c.getInts("shape"), "result shape"));
+  return one(TensorType(c.inputs[0].dtype, c.getInts("shape")));
+}
+
+Tensors referenceInterleave(const OpCall& c, Inputs in, Outputs out) {
+  KF_ASSIGN_OR_RETURN(auto offsets, interleaveOffsets(c));
+  const std::vector<int64_t>& steps = c.getInts("steps");
+  Tensor y(out[0]);
+  for (size_t i = 0; i < in.size(); ++i)
+    ops::forEachIndex(in[i]->shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
+      std::vector<int64_t> dst = idx;
+      for (size_t d = 0; d < dst.size(); ++d) dst[d] = offsets[i][d] + steps[d] * idx[d];
+      ops::copyElement(*in[i], flat, y, ops::flatOffset(dst, y.shape()));
+    });
+  return std::vector<Tensor>{std::move(y)};
+}
+
+// Each operand whole, on its lattice.
+Expected<std::vector<Piece>> interleavePieces(const OpCall& c, const TensorType&) {
+  KF_ASSIGN_OR_RETURN(auto offsets, interleaveOffsets(c));
+  std::vector<Piece> out;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    Piece p{static_cast<int>(i), 0, c.inputs[i].shape, offsets[i], std::vector<int64_t>(offsets[i].size(), 0)};
+    p.resultStep = c.getInts("steps");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 void registerShapeIndexOps(OpRegistry& r) {
@@ -284,6 +363,17 @@ void registerShapeIndexOps(OpRegistry& r) {
                                inferGatherGrad, referenceGatherGrad);
   gatherGradOp.fusion = FusionClass::Opaque;
   r.add(std::move(gatherGradOp));
+  OpDef inter = indexOp("interleave",
+                        "the inverse of strided slicing: operand i fills the result positions offsets[i] + steps * j; "
+                        "one operand per residue class of the steps",
+                        1,
+                        {{"shape", AttrKind::Ints, std::nullopt},
+                         {"steps", AttrKind::Ints, std::nullopt},
+                         {"offsets", AttrKind::Ints, std::nullopt}},
+                        inferInterleave, referenceInterleave);
+  inter.maxInputs = -1;
+  inter.pieces = interleavePieces;
+  r.add(std::move(inter));
   registerScatterOps(r);
 }
 

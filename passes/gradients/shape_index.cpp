@@ -1,4 +1,5 @@
-// Gradient rules of slice, pad and gather (the ops: ir/ops/shape_index.cpp).
+// Gradient rules of slice, pad, gather and interleave (the ops:
+// ir/ops/shape_index.cpp).
 #include "passes/gradients/rules.h"
 
 #include "ir/ops/op_helpers.h"
@@ -52,9 +53,30 @@ std::vector<Value*> gatherGrad(GradBuilder& b, const Node& n, std::span<Value* c
           nullptr};
 }
 
+// Operand i filled the result's lattice offsets[i] + steps * j: its
+// gradient is that strided slice of dy.
+std::vector<Value*> interleaveGrad(GradBuilder& b, const Node& n, std::span<Value* const> dy) {
+  const std::vector<int64_t>& steps = n.attr("steps").asInts();
+  const std::vector<int64_t>& offsets = n.attr("offsets").asInts();
+  const std::vector<int64_t>& shape = n.attr("shape").asInts();
+  const size_t rank = steps.size();
+  std::vector<int64_t> axes(rank);
+  for (size_t d = 0; d < rank; ++d) axes[d] = static_cast<int64_t>(d);
+  std::vector<Value*> grads;
+  for (size_t i = 0; i < n.numOperands(); ++i) {
+    std::vector<int64_t> starts(offsets.begin() + static_cast<std::ptrdiff_t>(i * rank),
+                                offsets.begin() + static_cast<std::ptrdiff_t>((i + 1) * rank));
+    grads.push_back(b.op(Op::Slice, {dy[0]},
+                         {{"starts", Attribute(starts)}, {"ends", Attribute(shape)}, {"axes", Attribute(axes)},
+                          {"steps", Attribute(steps)}}));
+  }
+  return grads;
+}
+
 }  // namespace
 
 void addShapeIndexRules(GradientRules& r) {
+  r.add("interleave", interleaveGrad);
   r.add("slice", sliceGrad);
   r.add("pad", padGrad);
   r.add("gather", gatherGrad);

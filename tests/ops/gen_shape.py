@@ -294,3 +294,25 @@ gather_grad_case("gather_grad_axis1", (2, 4, 3), [3, -1 + 4, 0], 1, 32)
 img = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3)
 f.op("reshape_relabel_nhwc", "reshape", {"x": img}, img, attrs={"shape": [1, 2, 2, 3], "layout": "nhwc"},
      layouts={"out0": "nhwc"})
+
+
+# interleave: the inverse of strided slicing; the result's residue classes
+# filled one operand each (the expected value assembled by NumPy strided
+# assignment).
+def interleave_case(name, shape, steps, dtype=np.float32, seed=41):
+    rg = np.random.default_rng(seed)
+    y = (rg.standard_normal(shape) * 10).astype(dtype)
+    classes = np.ndindex(*steps)
+    inputs, offsets = {}, []
+    for k, o in enumerate(classes):
+        part = y[tuple(slice(oi, None, si) for oi, si in zip(o, steps))].copy()
+        inputs["p%d" % k] = part
+        offsets += list(o)
+    f.op(name, "interleave", inputs, y, attrs={"shape": list(shape), "steps": list(steps), "offsets": offsets})
+
+
+interleave_case("interleave_2x2", (1, 2, 5, 4), (1, 1, 2, 2))
+interleave_case("interleave_3_uneven", (2, 7), (1, 3))
+interleave_case("interleave_one_class", (3, 2), (1, 1))
+interleave_case("interleave_step_past_size", (2, 1, 3), (1, 2, 2))
+interleave_case("interleave_i32", (4, 6), (2, 3), dtype=np.int32)

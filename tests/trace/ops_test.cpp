@@ -129,6 +129,9 @@ std::vector<OpCase> shapeCases() {
        {{"pads", Ints{0, 1, 0, 1}}, {"mode", "reflect"}}},
       {"gather", {f32({4, 3}), i64({2})}, one([](const auto& in) { return gather(in[0], in[1], 0); }),
        {{"axis", int64_t{0}}}},
+      {"interleave", {f32({2, 2}), f32({2, 1})},
+       one([](const auto& in) { return interleave(in, {2, 3}, {1, 2}, {0, 0, 0, 1}); }),
+       {{"shape", Ints{2, 3}}, {"steps", Ints{1, 2}}, {"offsets", Ints{0, 0, 0, 1}}}},
       {"scatter_nd", {f32({4, 3}), i64({2, 1}), f32({2, 3})},
        one([](const auto& in) { return scatterNd(in[0], in[1], in[2], "add"); }), {{"reduction", "add"}}},
   };

@@ -21,6 +21,8 @@ GradFamily shapeGrads() {
   cases.push_back({"slice_axes", "slice", {in({3, 4, 2})},
                    {{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{1}}}});
   cases.push_back({"pad", "pad", {in({2, 3})}, {{"pads", Ints{1, 0, 2, -1}}, {"value", 0.5}}});
+  cases.push_back({"interleave", "interleave", {in({2, 2}), in({2, 1})},
+                   {{"shape", Ints{2, 3}}, {"steps", Ints{1, 2}}, {"offsets", Ints{0, 0, 0, 1}}}});
   cases.push_back({"gather_axis0", "gather", {in({5, 3}), fixed(TensorType(DType::I64, {2, 2}), F::Indices, 5)},
                    {}});
   cases.push_back({"gather_axis1", "gather", {in({2, 4}), fixed(TensorType(DType::I32, {3}), F::Indices, 4)},
