@@ -232,7 +232,9 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   // Layout selection after simplification and before fusion, with the
   // target's measured cost model (passes/layout_cost.cpp).
   std::string prepare = str(kSimplify, ",layout{mode=", o.layout, " target=", target, "}");
-  std::string fused = o.fuse ? str(prepare, ",fuse,dce") : prepare;
+  // Targets that generate kernels expand what they would otherwise run as
+  // reference steps (pool-expand) before fusion, after layout selection.
+  std::string fused = o.fuse ? str(prepare, ",pool-expand,fuse,dce") : prepare;
   if (target == "interpreter") return Backend{"interpreter", "", prepare, {}, {}, {}};
   if (target == "cpu") {
     KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(o.cpu));

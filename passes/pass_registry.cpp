@@ -35,6 +35,10 @@ const std::vector<PassInfo>& allPasses() {
        "chooses NCHW or NHWC per image region (and OIHW/OHWI filters) and moves the transposes to the regions' "
        "edges (options: mode=auto|nchw|nhwc target=cpu)",
        createLayoutPass},
+      simple("pool-expand",
+             "max_pool2d, avg_pool2d and max_pool2d_grad of NCHW images as strided slices of their padded inputs, "
+             "elementwise math and interleave: generated kernels instead of reference steps",
+             createPoolExpandPass),
   };
   return passes;
 }
