@@ -140,7 +140,7 @@ class PlanBuilder {
     }
     if (n.op().pieces) {  // copied block by block, where its attributes allow
       std::string name = uniqueName(std::string(n.opName()));
-      if (auto pieces = kernel::lowerPieces(n, name)) {
+      if (auto pieces = kernel::lowerPieces(n, name); pieces && !pieces->kernels.empty()) {
         std::vector<const Value*> args(n.operands().begin(), n.operands().end());
         return emitGroup(n, std::move(*pieces), name, args, nullptr);
       }
