@@ -5,14 +5,17 @@
 //   NAME infer MODEL.onnx X.npy
 //   NAME infer MODEL.onnx INPUT=X.npy [INPUT=Y.npy ...]   (named inputs; their
 //                                             shapes bind symbolic dims)
-//   NAME train MODEL.onnx X.npy Y.npy LR     (cross-entropy + Adam)
+//   NAME train MODEL.onnx X.npy Y.npy LR [adam|sgd]
+//                                            (cross-entropy + Adam, or SGD
+//                                             with momentum 0.9)
 //
 // compiles every workload once for the cpu target (for this machine, or
 // with `--cpu NAME` for a named CPU it can run: haswell on an AVX-512
 // machine runs AVX2 code; `--threads N` threads per step, default the
 // CPUs the process may use), printing one JSON line per
 // workload (compile times, launches per step, where it wrote its first
-// outputs / loss), then "ready", and then serves commands on stdin, one JSON
+// outputs / loss; for training, first_step_ms: from reading the model to the
+// end of the first step), then "ready", and then serves commands on stdin, one JSON
 // line each:
 //
 //   run NAME N     N timed iterations: {"name":..., "ms":[...]}
@@ -70,9 +73,10 @@ T orDie(Expected<T> e, const std::string& what) {
 // NAME.kfuse.npy, or its first loss reported), and prints its JSON line.
 Workload setUp(std::istringstream& line, const std::string& dir, const std::string& cpu, int threads) {
   Workload w;
-  std::string model, x, y;
+  std::string model, x, y, optimizer = "adam";
   line >> w.name >> w.kind >> model >> x;
-  if (w.kind == "train") line >> y >> w.lr;
+  if (w.kind == "train") line >> y >> w.lr >> optimizer;
+  if (optimizer != "adam" && optimizer != "sgd") die(w.name + ": unknown optimizer " + optimizer);
   onnx_import::ImportOptions importOptions;
   std::map<std::string, Tensor> named;
   if (x.find('=') == std::string::npos) {
@@ -122,7 +126,8 @@ Workload setUp(std::istringstream& line, const std::string& dir, const std::stri
     opts.execution.cpu = cpu;
     opts.execution.threads = threads;
     opts.training.loss = LossKind::CrossEntropy;
-    opts.training.optimizer.kind = OptimizerKind::Adam;
+    opts.training.optimizer.kind = optimizer == "sgd" ? OptimizerKind::SGD : OptimizerKind::Adam;
+    if (optimizer == "sgd") opts.training.optimizer.momentum = 0.9;
     auto t1 = Clock::now();
     w.trainer = orDie(Trainer::create(std::move(imported), opts), w.name);
     double passes = msSince(t1);
@@ -132,7 +137,7 @@ Workload setUp(std::istringstream& line, const std::string& dir, const std::stri
     double jit = msSince(t2);
     uint64_t before = w.trainer->launches();
     double loss = orDie(w.trainer->step(w.inputs, w.labels, w.lr), w.name);
-    json << ", \"passes_ms\": " << passes << ", \"plan_jit_ms\": " << jit << ", \"kernels\": " << plan->kernels.size()
+    json << ", \"first_step_ms\": " << msSince(t0) << ", \"passes_ms\": " << passes << ", \"plan_jit_ms\": " << jit << ", \"kernels\": " << plan->kernels.size()
          << ", \"plan_launches\": " << plan->launches()
          << ", \"launches_per_iter\": " << w.trainer->launches() - before << ", \"first_loss\": " << loss;
   }
