@@ -37,7 +37,21 @@ double convFlops(const ConvSpec& c) {
 Work directConvWork(const ConvSpec& c) { return Work{c.n * c.groups * c.oh, 1, convFlops(c)}; }
 
 Work im2colConvWork(const ConvSpec& c) {
-  return Work{c.direction == ConvDirection::GradWeight ? c.groups : c.n, 1, convFlops(c)};
+  if (c.direction == ConvDirection::GradWeight) return Work{c.groups, 1, convFlops(c)};
+  return Work{c.n, im2colImagesPerGemm(c), convFlops(c)};
+}
+
+int64_t im2colImagesPerGemm(const ConvSpec& c) {
+  constexpr int64_t kColumns = 128;
+  const int64_t pixels = std::max<int64_t>(c.oh * c.ow, 1);
+  return std::clamp<int64_t>((kColumns + pixels - 1) / pixels, 1, std::max<int64_t>(c.n / 2, 1));
+}
+
+int64_t im2colWorkspaceRows(const ConvSpec& c, int64_t images) {
+  const int64_t groups = std::max<int64_t>(c.groups, 1);
+  const int64_t taps = c.c / groups * c.kh * c.kw;
+  const bool outputBlock = images > 1 && !c.channelsLast;
+  return images * taps + (outputBlock ? images * (c.o / groups) : 0);
 }
 
 std::vector<std::pair<int64_t, int64_t>> chunksOf(const Work& w, int threads) {

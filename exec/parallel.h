@@ -50,6 +50,19 @@ Work packedGemmWork(const GemmSpec& g);
 Work directConvWork(const ConvSpec& c);
 Work im2colConvWork(const ConvSpec& c);
 
+// Images one im2col GEMM covers (runtime/cpu_conv.h): several when an image
+// has few output pixels (a GEMM of 4 columns runs BLAS at a fraction of its
+// speed), enough for about 128 columns, at most half the batch so that two
+// threads still share the images. im2colConvWork's ranges start on
+// multiples of it, so which images share a GEMM does not depend on the
+// thread count.
+int64_t im2colImagesPerGemm(const ConvSpec& c);
+// The workspace of `images` images' GEMM, in rows of c.oh * c.ow elements:
+// their patch matrices, and for NCHW images (whose outputs do not lie side
+// by side) with more than one image, the block of outputs or output
+// gradients the GEMM writes or reads.
+int64_t im2colWorkspaceRows(const ConvSpec& c, int64_t images);
+
 // Below this cost a function runs on one thread: waking the others costs
 // more than the work (a few microseconds).
 inline constexpr double kMinParallelCost = 32768;

@@ -1,11 +1,11 @@
 #include "runtime/cpu_conv.h"
 
-#include "exec/parallel.h"
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
+
+#include "exec/parallel.h"
 
 namespace kfuse {
 namespace {
@@ -71,12 +71,14 @@ struct Conv {
   int64_t row(int64_t ch, int64_t ky, int64_t kx) const {
     return c.filterLast ? (ky * c.kw + kx) * cg + ch : (ch * c.kh + ky) * c.kw + kx;
   }
-  // NCHW: col is [taps, pixels]; NHWC: [pixels, taps] (so GEMM writes NHWC rows).
-  void im2col(const T* x, int64_t n, int64_t g, T* col) const {
+  // NCHW: col is [taps, pixels] with rows `ld` apart (several images'
+  // patch matrices side by side); NHWC: [pixels, taps] (so GEMM writes NHWC
+  // rows; several images' lie one after another).
+  void im2col(const T* x, int64_t n, int64_t g, T* col, int64_t ld) const {
     if (c.channelsLast)
       im2colPixels(x, n, g, col);
     else
-      im2colRows(x, n, g, col);
+      im2colRows(x, n, g, col, ld);
   }
 
   // The output columns ox whose input column ox * stride + off lies inside
@@ -92,13 +94,13 @@ struct Conv {
   // NCHW: one col row per (channel, tap) holds a strided window of one input
   // plane, copied a row of the output at a time (a memcpy at stride 1), with
   // the padding's zeros written around it.
-  void im2colRows(const T* x, int64_t n, int64_t g, T* col) const {
-    if (c.strideH == 1 && c.strideW == 1 && c.wd == c.ow) return im2colPlanes(x, n, g, col);
+  void im2colRows(const T* x, int64_t n, int64_t g, T* col, int64_t ld) const {
+    if (c.strideH == 1 && c.strideW == 1 && c.wd == c.ow) return im2colPlanes(x, n, g, col, ld);
     for (int64_t ch = 0; ch < cg; ++ch) {
       const T* plane = x + (n * c.c + g * cg + ch) * c.h * c.wd;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          T* dst = col + row(ch, ky, kx) * pixels;
+          T* dst = col + row(ch, ky, kx) * ld;
           int64_t off = kx * c.dilW - c.padLeft;
           auto [lo, hi] = validColumns(off);
           for (int64_t oy = 0; oy < c.oh; ++oy, dst += c.ow) {
@@ -126,13 +128,13 @@ struct Conv {
   // padding (and read a neighbouring row instead) are zeroed. A copy per
   // output row, with a fill on either side, was most of a small CNN's
   // im2col time.
-  void im2colPlanes(const T* x, int64_t n, int64_t g, T* col) const {
+  void im2colPlanes(const T* x, int64_t n, int64_t g, T* col, int64_t ld) const {
     const int64_t planeSize = c.h * c.wd;
     for (int64_t ch = 0; ch < cg; ++ch) {
       const T* plane = x + (n * c.c + g * cg + ch) * planeSize;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          T* dst = col + row(ch, ky, kx) * pixels;
+          T* dst = col + row(ch, ky, kx) * ld;
           const int64_t dy = ky * c.dilH - c.padTop, off = kx * c.dilW - c.padLeft;
           // Output rows [y0, y1) read input rows inside the image.
           const int64_t y0 = std::clamp<int64_t>(-dy, 0, c.oh), y1 = std::clamp<int64_t>(c.h - dy, y0, c.oh);
@@ -232,72 +234,138 @@ struct Conv {
     return pixels;
   }
 
+  // Images [n0, n0 + b) at once: one GEMM per group over all their pixels.
+  // NHWC images lie one after another, so b images are one image of b *
+  // pixels rows. NCHW images' patch matrices sit side by side in col (rows
+  // b * pixels apart) and their outputs or output gradients pass through a
+  // block after the patches (im2colWorkspaceRows); a 1x1 NCHW convolution
+  // that reads the image in place goes image by image.
+  bool sideBySide(int64_t b) const { return b > 1 && !c.channelsLast && !patchesAreImage(); }
+  T* outputBlock(T* col, int64_t b) const { return col + b * taps * pixels; }
+
   // NCHW: y[n, g*og + o, p] = sum_t w[o, t] * col[t, p];
   // NHWC: y[n, p, g*og + o] = sum_t col[p, t] * w[o, t].
-  void forward(const T* x, const T* w, const T* bias, T* y, T* col, int64_t n) const {
-    if (bias) fillBias(bias, y, n);
-    const bool inImage = patchesAreImage();
+  void forward(const T* x, const T* w, const T* bias, T* y, T* col, int64_t n0, int64_t b) const {
+    if (!c.channelsLast && b > 1 && !sideBySide(b)) {
+      for (int64_t n = n0; n < n0 + b; ++n) forward(x, w, bias, y, col, n, 1);
+      return;
+    }
+    if (bias)
+      for (int64_t n = n0; n < n0 + b; ++n) fillBias(bias, y, n);
+    const bool inImage = patchesAreImage(), wide = sideBySide(b);
+    const int64_t ld = b * pixels;
     for (int64_t g = 0; g < c.groups; ++g) {
-      const T* patches = inImage ? imagePatches(x, n, g) : col;
-      if (!inImage) im2col(x, n, g, col);
+      if (!inImage)
+        for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, col + i * pixels * (c.channelsLast ? taps : 1), ld);
+      const T* patches = inImage ? imagePatches(x, n0, g) : col;
       const T* wg = w + g * og * taps;  // the group's filters: og rows of `taps`
-      if (c.channelsLast)
-        gemm(blas, {false, true, pixels, og, taps, patchLd(inImage), taps, c.o, bias != nullptr}, patches, wg,
-             y + n * pixels * c.o + g * og);
-      else
+      if (c.channelsLast) {
+        gemm(blas, {false, true, ld, og, taps, patchLd(inImage), taps, c.o, bias != nullptr}, patches, wg,
+             y + n0 * pixels * c.o + g * og);
+      } else if (!wide) {
         gemm(blas, {false, false, og, pixels, taps, taps, pixels, pixels, bias != nullptr}, wg, patches,
-             y + (n * c.o + g * og) * pixels);
+             y + (n0 * c.o + g * og) * pixels);
+      } else {
+        T* out = outputBlock(col, b);
+        gemm(blas, {false, false, og, ld, taps, taps, ld, ld, false}, wg, col, out);
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t o = 0; o < og; ++o) {
+            T* dst = y + ((n0 + i) * c.o + g * og + o) * pixels;
+            const T* src = out + o * ld + i * pixels;
+            if (bias)
+              for (int64_t p = 0; p < pixels; ++p) dst[p] += src[p];
+            else
+              copySpan(src, dst, pixels);
+          }
+      }
     }
   }
 
-  // dx of image n: the patches' gradient, w's transpose times dy (NCHW:
-  // col[t, p] = sum_o w[o, t] * dy[n, g*og + o, p]; NHWC: col[p, t] =
+  // dx of images [n0, n0 + b): the patches' gradient, w's transpose times dy
+  // (NCHW: col[t, p] = sum_o w[o, t] * dy[n, g*og + o, p]; NHWC: col[p, t] =
   // sum_o dy[n, p, g*og + o] * w[o, t]), scattered back where the patches
   // were read (col2im), or written straight into dx when they are the image.
-  void gradInput(const T* dy, const T* w, T* dx, T* col, int64_t n) const {
-    const bool inImage = patchesAreImage();
-    if (!inImage) std::fill(dx + n * c.c * c.h * c.wd, dx + (n + 1) * c.c * c.h * c.wd, T(0));
+  void gradInput(const T* dy, const T* w, T* dx, T* col, int64_t n0, int64_t b) const {
+    if (!c.channelsLast && b > 1 && !sideBySide(b)) {
+      for (int64_t n = n0; n < n0 + b; ++n) gradInput(dy, w, dx, col, n, 1);
+      return;
+    }
+    const bool inImage = patchesAreImage(), wide = sideBySide(b);
+    const int64_t image = c.c * c.h * c.wd, ld = b * pixels;
+    if (!inImage) std::fill(dx + n0 * image, dx + (n0 + b) * image, T(0));
     for (int64_t g = 0; g < c.groups; ++g) {
-      T* patches = inImage ? imagePatches(dx, n, g) : col;
+      T* patches = inImage ? imagePatches(dx, n0, g) : col;
       const T* wg = w + g * og * taps;
-      if (c.channelsLast)
-        gemm(blas, {false, false, pixels, taps, og, c.o, taps, patchLd(inImage), false}, dy + n * pixels * c.o + g * og,
+      if (c.channelsLast) {
+        gemm(blas, {false, false, ld, taps, og, c.o, taps, patchLd(inImage), false}, dy + n0 * pixels * c.o + g * og,
              wg, patches);
-      else
-        gemm(blas, {true, false, taps, pixels, og, taps, pixels, pixels, false}, wg, dy + (n * c.o + g * og) * pixels,
+      } else if (!wide) {
+        gemm(blas, {true, false, taps, pixels, og, taps, pixels, pixels, false}, wg, dy + (n0 * c.o + g * og) * pixels,
              patches);
-      if (!inImage) col2im(col, n, g, dx);
+      } else {
+        T* dyg = outputBlock(col, b);
+        gatherOutputs(dy, n0, b, g, dyg);
+        gemm(blas, {true, false, taps, ld, og, taps, ld, ld, false}, wg, dyg, col);
+      }
+      if (!inImage)
+        for (int64_t i = 0; i < b; ++i)
+          col2im(col + i * pixels * (c.channelsLast ? taps : 1), n0 + i, g, dx, c.channelsLast ? pixels : ld);
     }
   }
 
-  // dw of group g, summed over images in order: NCHW dw[o, t] += sum_p
-  // dy[n, g*og + o, p] * col[t, p]; NHWC dw[o, t] += sum_p dy[n, p, g*og + o]
-  // * col[p, t].
-  void gradWeight(const T* dy, const T* x, T* dw, T* col, int64_t g) const {
-    const bool inImage = patchesAreImage();
+  // dw of group g, summed over the images in order, `b` at a time: NCHW
+  // dw[o, t] += sum_p dy[n, g*og + o, p] * col[t, p]; NHWC dw[o, t] += sum_p
+  // dy[n, p, g*og + o] * col[p, t].
+  void gradWeight(const T* dy, const T* x, T* dw, T* col, int64_t g, int64_t batch) const {
     T* wg = dw + g * og * taps;
-    for (int64_t n = 0; n < c.n; ++n) {
-      const T* patches = inImage ? imagePatches(x, n, g) : col;
-      if (!inImage) im2col(x, n, g, col);
-      if (c.channelsLast)
-        gemm(blas, {true, false, og, taps, pixels, c.o, patchLd(inImage), taps, n > 0}, dy + n * pixels * c.o + g * og,
-             patches, wg);
-      else
-        gemm(blas, {false, true, og, taps, pixels, pixels, patchLd(inImage), taps, n > 0},
-             dy + (n * c.o + g * og) * pixels, patches, wg);
+    for (int64_t n0 = 0; n0 < c.n; n0 += batch) {
+      const int64_t b = std::min(batch, c.n - n0);
+      if (!c.channelsLast && b > 1 && !sideBySide(b)) {
+        for (int64_t n = n0; n < n0 + b; ++n) gradWeightOf(dy, x, wg, col, g, n, 1, n > 0);
+        continue;
+      }
+      gradWeightOf(dy, x, wg, col, g, n0, b, n0 > 0);
     }
     if (c.n == 0) std::fill(wg, wg + og * taps, T(0));
   }
 
+  void gradWeightOf(const T* dy, const T* x, T* wg, T* col, int64_t g, int64_t n0, int64_t b, bool accumulate) const {
+    const bool inImage = patchesAreImage(), wide = sideBySide(b);
+    const int64_t ld = b * pixels;
+    if (!inImage)
+      for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, col + i * pixels * (c.channelsLast ? taps : 1), ld);
+    const T* patches = inImage ? imagePatches(x, n0, g) : col;
+    if (c.channelsLast) {
+      gemm(blas, {true, false, og, taps, ld, c.o, patchLd(inImage), taps, accumulate}, dy + n0 * pixels * c.o + g * og,
+           patches, wg);
+    } else if (!wide) {
+      gemm(blas, {false, true, og, taps, pixels, pixels, patchLd(inImage), taps, accumulate},
+           dy + (n0 * c.o + g * og) * pixels, patches, wg);
+    } else {
+      T* dyg = outputBlock(col, b);
+      gatherOutputs(dy, n0, b, g, dyg);
+      gemm(blas, {false, true, og, taps, ld, ld, ld, taps, accumulate}, dyg, col, wg);
+    }
+  }
+
+  // NCHW output gradients of images [n0, n0 + b), group g, as one [og, b *
+  // pixels] matrix.
+  void gatherOutputs(const T* dy, int64_t n0, int64_t b, int64_t g, T* dyg) const {
+    for (int64_t o = 0; o < og; ++o)
+      for (int64_t i = 0; i < b; ++i)
+        copySpan(dy + ((n0 + i) * c.o + g * og + o) * pixels, dyg + o * b * pixels + i * pixels, pixels);
+  }
+
   // im2col's transpose: every patch entry added back into the input element
-  // it was read from (entries read from padding are dropped).
-  void col2im(const T* col, int64_t n, int64_t g, T* dx) const {
+  // it was read from (entries read from padding are dropped). NCHW rows are
+  // `ld` apart.
+  void col2im(const T* col, int64_t n, int64_t g, T* dx, int64_t ld) const {
     if (c.channelsLast) return col2imPixels(col, n, g, dx);
     for (int64_t ch = 0; ch < cg; ++ch) {
       T* plane = dx + (n * c.c + g * cg + ch) * c.h * c.wd;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          const T* src = col + row(ch, ky, kx) * pixels;
+          const T* src = col + row(ch, ky, kx) * ld;
           int64_t off = kx * c.dilW - c.padLeft;
           auto [lo, hi] = validColumns(off);
           for (int64_t oy = 0; oy < c.oh; ++oy, src += c.ow) {
@@ -330,13 +398,22 @@ struct Conv {
       }
   }
 
-  void run(const ConvBuffers& b, T* col, int64_t begin, int64_t end) const {
+  // `batch`: images per GEMM (what the workspace holds, at most
+  // im2colImagesPerGemm); ranges of images are cut into runs of it from
+  // their start, which im2colConvWork aligns to it.
+  void run(const ConvBuffers& b, T* col, int64_t begin, int64_t end, int64_t batch) const {
     auto p = [](std::byte* q) { return reinterpret_cast<T*>(q); };
-    for (int64_t u = begin; u < end; ++u) switch (c.direction) {
-        case ConvDirection::Forward: forward(p(b.x), p(b.w), p(b.bias), p(b.y), col, u); break;
-        case ConvDirection::GradInput: gradInput(p(b.y), p(b.w), p(b.x), col, u); break;
-        case ConvDirection::GradWeight: gradWeight(p(b.y), p(b.x), p(b.w), col, u); break;
-      }
+    if (c.direction == ConvDirection::GradWeight) {
+      for (int64_t g = begin; g < end; ++g) gradWeight(p(b.y), p(b.x), p(b.w), col, g, batch);
+      return;
+    }
+    for (int64_t n0 = begin; n0 < end; n0 += batch) {
+      const int64_t count = std::min(batch, end - n0);
+      if (c.direction == ConvDirection::Forward)
+        forward(p(b.x), p(b.w), p(b.bias), p(b.y), col, n0, count);
+      else
+        gradInput(p(b.y), p(b.w), p(b.x), col, n0, count);
+    }
   }
 
   // Image n's output starts as the bias, written in memory order (NHWC rows
@@ -357,11 +434,16 @@ struct Conv {
 }  // namespace
 
 void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffers& buffers, std::byte* workspace,
-               int64_t begin, int64_t end) {
+               uint64_t workspaceBytes, int64_t begin, int64_t end) {
+  // As many images per GEMM as the rule asks and the workspace holds (a
+  // package planned before several images shared a GEMM holds one).
+  const uint64_t rowBytes = static_cast<uint64_t>(std::max<int64_t>(c.oh * c.ow, 1)) * dtypeSize(dtype);
+  int64_t batch = im2colImagesPerGemm(c);
+  while (batch > 1 && static_cast<uint64_t>(im2colWorkspaceRows(c, batch)) * rowBytes > workspaceBytes) --batch;
   if (dtype == DType::F32)
-    Conv<float>(c, blas).run(buffers, reinterpret_cast<float*>(workspace), begin, end);
+    Conv<float>(c, blas).run(buffers, reinterpret_cast<float*>(workspace), begin, end, batch);
   else
-    Conv<double>(c, blas).run(buffers, reinterpret_cast<double*>(workspace), begin, end);
+    Conv<double>(c, blas).run(buffers, reinterpret_cast<double*>(workspace), begin, end, batch);
 }
 
 std::vector<uint64_t> convScratchSlots(const Plan& plan, int threads) {

@@ -22,12 +22,14 @@ struct ConvBuffers {
 // Units [begin, end) of the convolution in c.direction (exec/parallel.h's
 // im2colConvWork: images forward and backward to the input, groups backward
 // to the weights; a unit's result does not depend on the others run with it), for f32 or f64
-// storage, as im2col + GEMM per image and group (col2im after the GEMM for
-// dx). `workspace` holds one image-group's patch matrix (c.c / c.groups *
-// c.kh * c.kw * c.oh * c.ow elements of `dtype`), used by this call alone:
-// the convolution allocates nothing itself.
+// storage, as im2col + GEMM per group over one image or several
+// (exec/parallel.h's im2colImagesPerGemm; col2im after the GEMM for dx).
+// `workspace` (`workspaceBytes`) holds the patch matrices of the images
+// one GEMM covers (im2colWorkspaceRows rows of c.oh * c.ow elements of
+// `dtype`), used by this call alone: the convolution allocates nothing
+// itself, and covers fewer images per GEMM when the workspace holds fewer.
 void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffers& buffers, std::byte* workspace,
-               int64_t begin, int64_t end);
+               uint64_t workspaceBytes, int64_t begin, int64_t end);
 
 // The patch matrices a runner with `threads` threads holds beside the plan
 // for its im2col convolutions (the Conv steps with a workspace): one per

@@ -287,7 +287,7 @@ Status CpuRunner::runPackedGemm(size_t index, KernelFn fn) {
 
 Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
   DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
-  if (direct && (dt != DType::F32 && !isHalf(dt) || c.direction != ConvDirection::Forward))
+  if (direct && ((dt != DType::F32 && !isHalf(dt)) || c.direction != ConvDirection::Forward))
     return Error(str("a direct convolution was compiled for a ", convDirectionName(c.direction), " convolution of ",
                      dtypeName(dt), " (forward, f32 only)"));
   const Blas* blas = nullptr;
@@ -311,7 +311,8 @@ Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
       size_t i = 0;
       while (chunks[i].first != begin) ++i;
       std::byte* workspace = i == 0 ? at(c.workspace) : convScratch_[i - 1].get();
-      runConv2d(*blas, c, as, buffers, workspace, begin, end);
+      runConv2d(*blas, c, as, buffers, workspace, plan_->buffers[static_cast<size_t>(c.workspace)].type.byteSize(), begin,
+                end);
     });
   };
   auto [a, b] = c.operands();

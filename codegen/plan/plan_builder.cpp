@@ -5,6 +5,7 @@
 
 #include "codegen/kernel/lower.h"
 #include "codegen/plan/plan_pass.h"
+#include "exec/parallel.h"
 #include "ir/kernel_form.h"
 #include "ir/op_registry.h"
 #include "ir/ops/window.h"
@@ -238,10 +239,11 @@ class PlanBuilder {
       const ConvSpec& c = s.conv();
       if (opts_.convWorkspace && !opts_.convWorkspace(c, n.result()->type().dtype)) return Status::ok();
       // Backward, the same patch matrix: dw multiplies dy by it; dx is
-      // gathered into it from dy and scattered back (col2im).
-      int64_t taps = c.c / c.groups * c.kh * c.kw, pixels = c.oh * c.ow;
+      // gathered into it from dy and scattered back (col2im). Several
+      // images' at once where images have few pixels (exec/parallel.h).
+      const int64_t rows = im2colWorkspaceRows(c, im2colImagesPerGemm(c)), pixels = c.oh * c.ow;
       DType dt = n.result()->type().dtype == DType::F64 ? DType::F64 : DType::F32;
-      PlanBuffer ws = buffer(s.name + ".workspace", TensorType(dt, {taps, pixels}), BufferKind::Temp);
+      PlanBuffer ws = buffer(s.name + ".workspace", TensorType(dt, {rows, pixels}), BufferKind::Temp);
       ws.workspace = true;
       s.conv().workspace = add(std::move(ws));
       return Status::ok();

@@ -244,4 +244,16 @@ conv_grad_case("conv2d_grad_f64_nhwc_depthwise", (1, 4, 6, 7), (4, 1, 3, 3), pad
                dtype=np.float64, nhwc=True, ohwi=True)
 conv_grad_case("conv2d_grad_f16", (1, 3, 5, 5), (2, 3, 3, 3), pads=[1, 1, 1, 1], dtype=np.float16)
 
+
+# Batches of small images: the cpu target's im2col convolutions put several
+# images side by side in one GEMM (exec/parallel.h's im2colImagesPerGemm),
+# in chunks that may not divide the batch.
+conv_case("conv2d_batch8_2x2", (8, 6, 4, 4), (5, 6, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+conv_case("conv2d_batch7_nhwc_groups", (7, 4, 3, 3), (6, 2, 3, 3), groups=2, pads=[1, 1, 1, 1], nhwc=True)
+conv_grad_case("conv2d_grad_batch8_2x2", (8, 6, 4, 4), (5, 6, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+conv_grad_case("conv2d_grad_batch7_groups", (7, 4, 3, 3), (6, 2, 3, 3), groups=2, pads=[1, 1, 1, 1])
+conv_grad_case("conv2d_grad_batch8_nhwc_ohwi", (8, 4, 3, 3), (6, 2, 3, 3), groups=2, pads=[1, 1, 1, 1], nhwc=True,
+               ohwi=True)
+conv_grad_case("conv2d_grad_batch8_1x1", (8, 5, 2, 2), (3, 5, 1, 1))
+
 print("wrote %d linalg cases" % len(f.names))
