@@ -42,7 +42,7 @@ else
   device="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 fi
 
-# The GPU machines have no nlohmann-json, CLI11, GoogleTest or zlib headers:
+# The GPU machines have no nlohmann-json, CLI11, GoogleTest, zlib or OpenBLAS headers:
 # take them from third_party/ (scripts/bundle-third-party.sh, run on a
 # Debian machine with kfuse's dependencies, before copying the tree over).
 third_party=()
