@@ -57,8 +57,10 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKFUSE_WITH_LLVM=OFF -DKFUSE_WITH_ONNX=OFF -DKFUSE_WITH_CUDA=ON "${third_party[@]}"
 cmake --build "$build" --parallel "$(nproc)" --target nvrtc_compile_test cuda_codegen_test cuda_gpu_test kfuse
 
+# The tests of the targets built above: cuda.* and gpu.*, less those of the
+# simulator (label simulator), which run on the development machine.
 status=0
-ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -R '^(cuda|gpu)\.' \
+ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -R '^(cuda|gpu)\.' -LE simulator \
   --output-junit "$results/ctest.xml" | tee "$results/ctest.log" || status=$?
 
 passed=$(grep -c 'Passed' "$results/ctest.log" || true)
