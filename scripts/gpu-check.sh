@@ -42,6 +42,20 @@ else
   device="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 fi
 
+# The benchmark needs PyTorch: say at once when python3 has none (the build
+# and the tests go on without it).
+torch_version=""
+if ! command -v python3 >/dev/null 2>&1; then
+  python_note="no python3"
+elif torch_version="$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)"; then
+  python_note="$(python3 --version 2>&1), torch $torch_version"
+else
+  python_note="$(python3 --version 2>&1), no torch"
+fi
+if [ -z "$torch_version" ]; then
+  echo "gpu-check: $python_note: the benchmark against PyTorch will not run" >&2
+fi
+
 # The GPU machines have no nlohmann-json, CLI11, GoogleTest, zlib or OpenBLAS headers:
 # take them from third_party/ (scripts/bundle-third-party.sh, run on a
 # Debian machine with kfuse's dependencies, before copying the tree over).
@@ -74,8 +88,8 @@ if [ "$device" = none ]; then
   bench_note="not run: no GPU (bench/gpu_bench.py run --device cpu is its dry run)"
 elif [ ! -f bench/gpu_models/manifest.json ]; then
   bench_note="not run: no bench/gpu_models (run bench/gpu_bench.py prepare on a machine with kfuse's ONNX frontend, then copy it here)"
-elif ! python3 -c 'import torch' 2>/dev/null; then
-  bench_note="not run: python3 has no torch"
+elif [ -z "$torch_version" ]; then
+  bench_note="not run: $python_note"
 elif ! python3 bench/gpu_bench.py run --kfuse "$build/bin/kfuse" --models bench/gpu_models --out "$results"; then
   bench_note="failed: see the output above"
   status=1
@@ -86,6 +100,7 @@ cat > "$results/summary.json" <<JSON
   "device": "$device",
   "build": "KFUSE_WITH_LLVM=OFF KFUSE_WITH_ONNX=OFF KFUSE_WITH_CUDA=ON",
   "tests": {"passed": $passed, "failed": $failed, "skipped": $skipped},
+  "python": "$python_note",
   "benchmark": "$bench_note"
 }
 JSON
@@ -95,6 +110,7 @@ cat > "$results/summary.md" <<MD
 - device: $device
 - build: KFUSE_WITH_LLVM=OFF KFUSE_WITH_ONNX=OFF KFUSE_WITH_CUDA=ON
 - tests: $passed passed, $failed failed, $skipped skipped (ctest.log, ctest.xml)
+- python: $python_note
 - benchmark vs PyTorch eager / torch.compile: $bench_note
 MD
 echo "gpu-check: results in $results"
