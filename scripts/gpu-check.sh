@@ -77,9 +77,12 @@ status=0
 ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -R '^(cuda|gpu)\.' -LE simulator \
   --output-junit "$results/ctest.xml" | tee "$results/ctest.log" || status=$?
 
-passed=$(grep -c 'Passed' "$results/ctest.log" || true)
-failed=$(grep -cE '\*\*\*Failed|Exception|Timeout' "$results/ctest.log" || true)
-skipped=$(grep -c 'Skipped' "$results/ctest.log" || true)
+# Counted on ctest's line per test: its closing lists name the skipped and
+# failed tests again.
+test_lines="$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$results/ctest.log" || true)"
+passed=$(grep -c ' Passed ' <<<"$test_lines" || true)
+skipped=$(grep -c '\*\*\*Skipped ' <<<"$test_lines" || true)
+failed=$(( $(grep -c . <<<"$test_lines" || true) - passed - skipped ))
 
 # The benchmark against PyTorch eager and torch.compile, on models prepared
 # beforehand where ONNX is available (bench/gpu_bench.py prepare).
