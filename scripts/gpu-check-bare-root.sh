@@ -175,7 +175,7 @@ new="$root/src/kfuse.new"
 rm -rf "$new"
 mkdir -p "$new"
 git -C "$repo" archive --format=tar HEAD | tar -x -C "$new"
-"$repo/scripts/bundle-third-party.sh" "$new/third_party" >&2
+"$repo/scripts/bundle-third-party.sh" "$new/third_party" >/dev/null
 if [ "$keep_build" = 1 ] && [ -d "$src/build-gpu" ]; then
   # Unchanged files keep the old copy's times, so ninja rebuilds only what changed.
   (cd "$new" && find . -type f -print0) | while IFS= read -r -d '' f; do
@@ -186,7 +186,7 @@ if [ "$keep_build" = 1 ] && [ -d "$src/build-gpu" ]; then
 fi
 rm -rf "$src"
 mv "$new" "$src"
-say "copied $(git -C "$repo" rev-parse --short HEAD) and third_party/ to $src in $(( $(now) - t_copy )) s"
+say "copied $(git -C "$repo" rev-parse --short HEAD) and third_party/ ($(du -sh "$src/third_party" | cut -f1), scripts/bundle-third-party.sh) to $src in $(( $(now) - t_copy )) s"
 
 # --- 4. gpu-check.sh, without network ---------------------------------------------
 mount_system
