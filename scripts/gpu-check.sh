@@ -18,6 +18,9 @@
 #
 #   scripts/gpu-check.sh [RESULTS_DIR]      (default bench/results/<UTC date>)
 #
+# scripts/gpu-check-bare-root.sh runs it, up to where a device is needed, in
+# a bare Debian root with only what those machines have.
+#
 # Before copying the tree to the GPU machine (on the development machine):
 #   scripts/bundle-third-party.sh
 #   /usr/bin/python3 bench/gpu_bench.py prepare --kfuse build/bin/kfuse --out bench/gpu_models
