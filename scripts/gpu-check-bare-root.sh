@@ -93,13 +93,15 @@ bind() {  # bind SOURCE TARGET [ro]
   mount --make-private "$2"
   if [ "${3:-}" = ro ]; then mount -o remount,bind,ro "$2"; fi
 }
-mount_system() {  # /proc, /dev and a /dev/shm of its own, for apt and the check
+mount_system() {  # /proc, /dev, a /dev/shm and /dev/pts of its own, for apt and the check
   mkdir -p "$root/proc"
   mount -t proc proc "$root/proc"
   mounts+=("$root/proc")
   bind /dev "$root/dev"
   mount -t tmpfs -o mode=1777,size=1g tmpfs "$root/dev/shm"
   mounts+=("$root/dev/shm")
+  mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
+  mounts+=("$root/dev/pts")
 }
 in_root() { chroot "$root" /usr/bin/env -i PATH="$env_path" HOME=/root LANG=C.UTF-8 "$@"; }
 
@@ -214,7 +216,7 @@ if [ -f "$log" ]; then
   passed_gpu=$(grep -cE 'Test +#[0-9]+: gpu\..* Passed' "$log" || true)
   skipped_gpu=$(grep -cE 'Test +#[0-9]+: gpu\..*Skipped' "$log" || true)
   echo "- cuda.* (no device needed): $passed_cuda passed; gpu.*: $passed_gpu passed, $skipped_gpu skipped"
-  echo "- tests that did not pass:"
+  echo "- tests that did not pass (skipped or failed):"
   grep -E 'Test +#[0-9]+: ' "$log" | grep -vE ' Passed ' | sed 's/^ */    /' || echo "    none"
   reasons="$root/src/kfuse/build-gpu/Testing/Temporary/LastTest.log"
   if [ "$skipped_gpu" -gt 0 ] && [ -f "$reasons" ]; then
