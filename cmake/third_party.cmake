@@ -7,6 +7,10 @@
 #   DIR/googletest/                       (googletest: the sources, built here)
 #   DIR/zlib/include/                     (zlib1g-dev's two headers; the
 #                                          library is libz.so.1, on every system)
+#   DIR/openblas/include/                 (libopenblas-dev's cblas.h and
+#                                          openblas_config.h: runtime/blas.h
+#                                          declares the GEMMs with them; the
+#                                          library is opened at run time)
 # The rest of the build keeps its plain find_package calls: each finds the
 # small config file written below, which names the bundled headers, and
 # GTest's targets come from building the bundled sources.
@@ -33,6 +37,11 @@ if(KFUSE_THIRD_PARTY_DIR)
   # FindZLIB takes these cache entries as they are.
   set(ZLIB_INCLUDE_DIR "${_tp}/zlib/include" CACHE PATH "bundled zlib headers" FORCE)
   find_library(ZLIB_LIBRARY NAMES z libz.so.1)
+  # runtime/blas.h's <cblas.h>: no find_package names it, so an include path.
+  if(NOT EXISTS "${_tp}/openblas/include/cblas.h")
+    message(FATAL_ERROR "KFUSE_THIRD_PARTY_DIR: ${_tp}/openblas/include/cblas.h is missing (run scripts/bundle-third-party.sh)")
+  endif()
+  include_directories(SYSTEM "${_tp}/openblas/include")
   if(KFUSE_BUILD_TESTS)
     if(NOT EXISTS "${_tp}/googletest/CMakeLists.txt")
       message(FATAL_ERROR "KFUSE_THIRD_PARTY_DIR: ${_tp}/googletest is missing (run scripts/bundle-third-party.sh)")

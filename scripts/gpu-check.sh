@@ -18,6 +18,9 @@
 #
 #   scripts/gpu-check.sh [RESULTS_DIR]      (default bench/results/<UTC date>)
 #
+# scripts/gpu-check-bare-root.sh runs it, up to where a device is needed, in
+# a bare Debian root with only what those machines have.
+#
 # Before copying the tree to the GPU machine (on the development machine):
 #   scripts/bundle-third-party.sh
 #   /usr/bin/python3 bench/gpu_bench.py prepare --kfuse build/bin/kfuse --out bench/gpu_models
@@ -42,7 +45,21 @@ else
   device="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 fi
 
-# The GPU machines have no nlohmann-json, CLI11, GoogleTest or zlib headers:
+# The benchmark needs PyTorch: say at once when python3 has none (the build
+# and the tests go on without it).
+torch_version=""
+if ! command -v python3 >/dev/null 2>&1; then
+  python_note="no python3"
+elif torch_version="$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)"; then
+  python_note="$(python3 --version 2>&1), torch $torch_version"
+else
+  python_note="$(python3 --version 2>&1), no torch"
+fi
+if [ -z "$torch_version" ]; then
+  echo "gpu-check: $python_note: the benchmark against PyTorch will not run" >&2
+fi
+
+# The GPU machines have no nlohmann-json, CLI11, GoogleTest, zlib or OpenBLAS headers:
 # take them from third_party/ (scripts/bundle-third-party.sh, run on a
 # Debian machine with kfuse's dependencies, before copying the tree over).
 third_party=()
@@ -57,13 +74,18 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKFUSE_WITH_LLVM=OFF -DKFUSE_WITH_ONNX=OFF -DKFUSE_WITH_CUDA=ON "${third_party[@]}"
 cmake --build "$build" --parallel "$(nproc)" --target nvrtc_compile_test cuda_codegen_test cuda_gpu_test kfuse
 
+# The tests of the targets built above: cuda.* and gpu.*, less those of the
+# simulator (label simulator), which run on the development machine.
 status=0
-ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -R '^(cuda|gpu)\.' \
+ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -R '^(cuda|gpu)\.' -LE simulator \
   --output-junit "$results/ctest.xml" | tee "$results/ctest.log" || status=$?
 
-passed=$(grep -c 'Passed' "$results/ctest.log" || true)
-failed=$(grep -cE '\*\*\*Failed|Exception|Timeout' "$results/ctest.log" || true)
-skipped=$(grep -c 'Skipped' "$results/ctest.log" || true)
+# Counted on ctest's line per test: its closing lists name the skipped and
+# failed tests again.
+test_lines="$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$results/ctest.log" || true)"
+passed=$(grep -c ' Passed ' <<<"$test_lines" || true)
+skipped=$(grep -c '\*\*\*Skipped ' <<<"$test_lines" || true)
+failed=$(( $(grep -c . <<<"$test_lines" || true) - passed - skipped ))
 
 # The benchmark against PyTorch eager and torch.compile, on models prepared
 # beforehand where ONNX is available (bench/gpu_bench.py prepare).
@@ -72,8 +94,8 @@ if [ "$device" = none ]; then
   bench_note="not run: no GPU (bench/gpu_bench.py run --device cpu is its dry run)"
 elif [ ! -f bench/gpu_models/manifest.json ]; then
   bench_note="not run: no bench/gpu_models (run bench/gpu_bench.py prepare on a machine with kfuse's ONNX frontend, then copy it here)"
-elif ! python3 -c 'import torch' 2>/dev/null; then
-  bench_note="not run: python3 has no torch"
+elif [ -z "$torch_version" ]; then
+  bench_note="not run: $python_note"
 elif ! python3 bench/gpu_bench.py run --kfuse "$build/bin/kfuse" --models bench/gpu_models --out "$results"; then
   bench_note="failed: see the output above"
   status=1
@@ -84,6 +106,7 @@ cat > "$results/summary.json" <<JSON
   "device": "$device",
   "build": "KFUSE_WITH_LLVM=OFF KFUSE_WITH_ONNX=OFF KFUSE_WITH_CUDA=ON",
   "tests": {"passed": $passed, "failed": $failed, "skipped": $skipped},
+  "python": "$python_note",
   "benchmark": "$bench_note"
 }
 JSON
@@ -93,6 +116,7 @@ cat > "$results/summary.md" <<MD
 - device: $device
 - build: KFUSE_WITH_LLVM=OFF KFUSE_WITH_ONNX=OFF KFUSE_WITH_CUDA=ON
 - tests: $passed passed, $failed failed, $skipped skipped (ctest.log, ctest.xml)
+- python: $python_note
 - benchmark vs PyTorch eager / torch.compile: $bench_note
 MD
 echo "gpu-check: results in $results"

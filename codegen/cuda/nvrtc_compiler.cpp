@@ -1,8 +1,11 @@
 #include "codegen/cuda/nvrtc_compiler.h"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <filesystem>
 #include <memory>
+#include <mutex>
 
 #include "ir/support/strings.h"
 
@@ -58,10 +61,33 @@ std::string quoteLog(const std::string& log) {
   return out;
 }
 
+// NVRTC opens libnvrtc-builtins.so.MAJOR.MINOR by name when it first
+// compiles, which the loader finds only where the toolkit's library folder is
+// in ld.so.conf or LD_LIBRARY_PATH; kfuse finds libnvrtc itself through its
+// RUNPATH. With a toolkit copied onto a machine that has neither (the bare
+// root of scripts/gpu-check-bare-root.sh), every compile failed with "failed
+// to open libnvrtc-builtins.so.13.0". Opened here first, from libnvrtc's own
+// folder, it is the library NVRTC's dlopen then finds already loaded (by its
+// soname). Where this fails, NVRTC reports the missing library itself.
+void loadNvrtcBuiltins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int major = 0, minor = 0;
+    if (::nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return;
+    std::string name = str("libnvrtc-builtins.so.", major, ".", minor);
+    if (dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD)) return;  // loaded already
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&::nvrtcVersion), &info) || !info.dli_fname) return;
+    std::filesystem::path beside = std::filesystem::path(info.dli_fname).parent_path() / name;
+    dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept for the process, as NVRTC keeps it
+  });
+}
+
 }  // namespace
 
 Expected<CompiledUnit> compileUnit(const std::string& source, const std::string& what, const NvrtcOptions& opts) {
   KF_RETURN_IF_ERROR(checkArch(opts.arch).status());
+  loadNvrtcBuiltins();
   nvrtcProgram raw = nullptr;
   nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), "kfuse.cu", 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) return Error(str("NVRTC cannot create a program for ", what, ": ", nvrtcGetErrorString(r)));

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The GPU machines' build (scripts/gpu-check.sh) takes nlohmann-json, CLI11,
-# GoogleTest and zlib's headers from a bundle: bundle into a scratch folder,
-# configure a cuda build without LLVM and ONNX against it, and check that
-# every one of them resolves to the bundle, not to this machine's packages.
+# GoogleTest and zlib's and OpenBLAS's headers from a bundle: bundle into a
+# scratch folder, configure a cuda build without LLVM and ONNX against it, and
+# check that every one of them resolves to the bundle, not to this machine's
+# packages.
 #   third_party_bundle.sh SOURCE_DIR SCRATCH_DIR
 set -eu
 src="$1"
@@ -15,7 +16,7 @@ cmake -S "$src" -B "$scratch/build" -G Ninja -DKFUSE_WITH_LLVM=OFF -DKFUSE_WITH_
   { cat "$scratch/configure.log"; exit 1; }
 ninja="$scratch/build/build.ninja"
 status=0
-for dir in nlohmann_json/include cli11/include googletest/googletest/include zlib/include; do
+for dir in nlohmann_json/include cli11/include googletest/googletest/include zlib/include openblas/include; do
   if ! grep -q "isystem $scratch/bundle/$dir" "$ninja"; then
     echo "FAIL: nothing compiles against the bundled $dir" >&2
     status=1
