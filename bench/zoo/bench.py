@@ -47,16 +47,22 @@ def inputs_of(entry: dict, out: Path) -> dict:
     return {i["name"]: np.load(out / i["npy"]) for i in entry["inputs"]}
 
 
-class Kfuse:
-    """kfuse_bench, one process per thread count, every model compiled once."""
+def infer_lines(models: dict, out: Path) -> list[str]:
+    """kfuse_bench's workload lines for the zoo's models (inference)."""
+    lines = []
+    for name, e in models.items():
+        ins = " ".join(f"{i['name']}={(out / i['npy']).resolve()}" for i in e["inputs"])
+        lines.append(f"{name} infer {(out / e['file']).resolve()} {ins}")
+    return lines
 
-    def __init__(self, binary: Path, models: dict, out: Path, threads: int, cpus: list[int], work: Path):
-        work.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for name, e in models.items():
-            ins = " ".join(f"{i['name']}={(out / i['npy']).resolve()}" for i in e["inputs"])
-            lines.append(f"{name} infer {(out / e['file']).resolve()} {ins}")
-        manifest = work / f"kfuse_t{threads}.txt"
+
+class Kfuse:
+    """kfuse_bench, one process per thread count, every workload compiled
+    once (`lines`: its workload lines, written to `manifest`). train_bench.py
+    uses it too."""
+
+    def __init__(self, binary: Path, lines: list[str], manifest: Path, threads: int, cpus: list[int]):
+        manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_text("\n".join(lines) + "\n")
         cmd = ["taskset", "-c", ",".join(map(str, cpus)), str(binary), "--threads", str(threads), str(manifest)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
@@ -141,7 +147,8 @@ def bench_threads(args, models, out, threads, cpus):
     runners, setup = {}, {}
     kfuse = None
     if "kfuse" in args.engines:
-        kfuse = Kfuse(Path(args.kfuse_bench), models, out, threads, cpus, out / "bench")
+        kfuse = Kfuse(Path(args.kfuse_bench), infer_lines(models, out), out / "bench" / f"kfuse_t{threads}.txt",
+                      threads, cpus)
     feeds = {n: inputs_of(e, out) for n, e in models.items()}
     torch_mods = None
     if {"eager", "compile"} & set(args.engines):

@@ -36,12 +36,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from bench import Kfuse  # bench/zoo/bench.py: the kfuse_bench process
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -131,36 +131,6 @@ def export(names, out: Path):
         print(f"  exported {n} in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-class Kfuse:
-    """kfuse_bench, one process per thread count, every model compiled once."""
-
-    def __init__(self, binary: Path, names, out: Path, threads: int, cpus):
-        lines = [f"{n} train {(out / f'{n}.onnx').resolve()} {(out / f'{n}.x.npy').resolve()} "
-                 f"{(out / f'{n}.y.npy').resolve()} {LR} sgd" for n in names]
-        manifest = out / f"kfuse_train_t{threads}.txt"
-        manifest.write_text("\n".join(lines) + "\n")
-        cmd = ["taskset", "-c", ",".join(map(str, cpus)), str(binary), "--threads", str(threads), str(manifest)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.setup = {}
-        for line in self.proc.stdout:
-            line = line.strip()
-            if line == "ready":
-                break
-            info = json.loads(line)
-            self.setup[info["name"]] = info
-        if self.proc.poll() is not None:
-            sys.exit("kfuse_bench failed during setup")
-
-    def time(self, name, n):
-        self.proc.stdin.write(f"run {name} {n}\n")
-        return json.loads(self.proc.stdout.readline())["ms"]
-
-    def close(self):
-        self.proc.stdin.write("quit\n")
-        self.proc.stdin.flush()
-        self.proc.wait()
-
-
 def make_torch_step(name, torch, compiled):
     import torch.nn.functional as F
     model, x, y = make(name, torch)
@@ -184,7 +154,10 @@ def bench_threads(args, names, out, threads, cpus):
     import torch
     torch.set_num_threads(threads)
     steps, first = {}, {}
-    kfuse = Kfuse(Path(args.kfuse_bench), names, out, threads, cpus) if "kfuse" in args.engines else None
+    lines = [f"{n} train {(out / f'{n}.onnx').resolve()} {(out / f'{n}.x.npy').resolve()} "
+             f"{(out / f'{n}.y.npy').resolve()} {LR} sgd" for n in names]
+    kfuse = (Kfuse(Path(args.kfuse_bench), lines, out / f"kfuse_train_t{threads}.txt", threads, cpus)
+             if "kfuse" in args.engines else None)
     for n in names:
         if kfuse:
             steps[(n, "kfuse")] = None
