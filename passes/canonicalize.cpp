@@ -86,8 +86,10 @@ class Canonicalizer {
     return true;
   }
 
-  bool replaceWithNode(Node* n, std::string_view op, Value* input, AttrMap attrs) {
-    auto built = buildNode(g_, op, {input}, std::move(attrs), n);
+  // n replaced by op(operands) when that has n's type (nothing changes
+  // otherwise).
+  bool replaceWithNode(Node* n, Op op, const std::vector<Value*>& operands, AttrMap attrs) {
+    auto built = buildNode(g_, op, operands, std::move(attrs), n);
     if (!built || !((*built)->result()->type() == n->result()->type())) {
       if (built) g_.eraseNode(*built);
       return false;
@@ -102,7 +104,7 @@ class Canonicalizer {
   bool replaceWithReshape(Node* n, Value* input) {
     if (input->type() == n->result()->type()) return forward(n, input);
     const TensorType& t = n->result()->type();
-    return replaceWithNode(n, "reshape", input,
+    return replaceWithNode(n, Op::Reshape, {input},
                            {{"shape", Attribute(t.shape)}, {"layout", std::string(layoutName(t.layout))}});
   }
 
@@ -122,7 +124,7 @@ class Canonicalizer {
     const std::vector<int64_t>& p = *innerPerm;
     std::vector<int64_t> composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[static_cast<size_t>(q[i])];
-    return replaceWithNode(n, "transpose", inner->operand(0), {{"perm", Attribute(composed)}});
+    return replaceWithNode(n, Op::Transpose, {inner->operand(0)}, {{"perm", Attribute(composed)}});
   }
 
   bool splitToSlices(Node* n) {
@@ -200,7 +202,7 @@ class Canonicalizer {
     pads[a] = *start;
     pads[a + x.rank()] = x.shape[a] - *start - count;
     (*shaped)->copyProvenance(*n);
-    return replaceWithNode(n, "pad", (*shaped)->result(), {{"pads", Attribute(pads)}}) ||
+    return replaceWithNode(n, Op::Pad, {(*shaped)->result()}, {{"pads", Attribute(pads)}}) ||
            (g_.eraseNode(*shaped), false);
   }
 
@@ -218,16 +220,7 @@ class Canonicalizer {
     if (!perm || *perm != std::vector<int64_t>{1, 0}) return false;
     AttrMap attrs = n->attrs();
     attrs["transpose_b"] = Attribute(!n->attr("transpose_b").asBool());
-    auto built = buildNode(g_, Op::Matmul, {n->operand(0), t->operand(0)}, std::move(attrs), n);
-    if (!built || !((*built)->result()->type() == n->result()->type())) {
-      if (built) g_.eraseNode(*built);
-      return false;
-    }
-    (*built)->copyProvenance(*n);
-    (*built)->result()->setName(n->result()->name());
-    g_.replaceAllUsesWith(n->result(), (*built)->result());
-    g_.eraseNode(n);
-    return true;
+    return replaceWithNode(n, Op::Matmul, {n->operand(0), t->operand(0)}, std::move(attrs));
   }
 
   Graph& g_;
