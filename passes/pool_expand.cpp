@@ -36,7 +36,7 @@
 #include <limits>
 
 #include "ir/builder.h"
-#include "ir/ops/op_helpers.h"
+#include "ir/ops/window.h"
 #include "ir/support/strings.h"
 #include "passes/pass_registry.h"
 
@@ -60,20 +60,18 @@ Window windowOf(const Node& n) {
   return w;
 }
 
-// avg_pool2d's divisor of each window (oh, ow), as the op defines it:
-// the window clipped to the padded input (count_include_pad) or to x.
+// avg_pool2d's divisor of each window (oh, ow), as the op defines it
+// (ops::clippedWindow): the window clipped to the padded input
+// (count_include_pad) or to x.
 Tensor avgDivisors(const Window& w, const TensorType& xt, const TensorType& yt, bool includePad) {
-  auto extent = [&](int a, int64_t o, bool padded) {
-    int64_t begin = o * w.strides[a] - w.pads[a];
-    int64_t end = std::min(begin + w.kernel[a], xt.shape[2 + a] + w.pads[2 + a]);
-    if (padded) return end - begin;
-    return std::min(end, xt.shape[2 + a]) - std::max<int64_t>(begin, 0);
+  auto extent = [&](int a, int64_t o) {
+    ops::ClippedWindow cw = ops::clippedWindow(o, w.strides[a], w.kernel[a], w.pads[a], w.pads[2 + a], xt.shape[2 + a]);
+    return includePad ? cw.paddedExtent : cw.realEnd - cw.realBegin;
   };
   const int64_t oh = yt.shape[2], ow = yt.shape[3];
   std::vector<double> d(static_cast<size_t>(oh * ow));
   for (int64_t i = 0; i < oh; ++i)
-    for (int64_t j = 0; j < ow; ++j)
-      d[static_cast<size_t>(i * ow + j)] = static_cast<double>(extent(0, i, includePad) * extent(1, j, includePad));
+    for (int64_t j = 0; j < ow; ++j) d[static_cast<size_t>(i * ow + j)] = static_cast<double>(extent(0, i) * extent(1, j));
   return Tensor::fromDoubles(TensorType(yt.dtype, {1, 1, oh, ow}), d);
 }
 

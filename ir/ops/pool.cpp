@@ -145,25 +145,14 @@ Expected<std::vector<Tensor>> maxPoolReference(const OpCall& c, std::span<const 
   });
 }
 
-// Window [begin, end) along one axis: `padded` is clipped to the padded input
-// (the count_include_pad divisor), `real` to the input itself.
-struct Span {
-  int64_t paddedExtent, realBegin, realEnd;
-};
-Span windowSpan(int64_t o, int64_t stride, int64_t kernel, int64_t padBegin, int64_t padEnd, int64_t in) {
-  int64_t begin = o * stride - padBegin;
-  int64_t end = std::min(begin + kernel, in + padEnd);
-  return Span{end - begin, std::max<int64_t>(begin, 0), std::min(end, in)};
-}
-
 // An avg_pool2d window: the input rows and columns it covers, and its divisor.
 struct AvgWindow {
-  Span h, w;
+  ops::ClippedWindow h, w;
   double divisor;
 };
 AvgWindow avgWindow(const PoolPlan& p, bool includePad, int64_t oh, int64_t ow) {
-  Span sh = windowSpan(oh, p.strides[0], p.kernel[0], p.pads[0], p.pads[2], p.x.h);
-  Span sw = windowSpan(ow, p.strides[1], p.kernel[1], p.pads[1], p.pads[3], p.x.w);
+  ops::ClippedWindow sh = ops::clippedWindow(oh, p.strides[0], p.kernel[0], p.pads[0], p.pads[2], p.x.h);
+  ops::ClippedWindow sw = ops::clippedWindow(ow, p.strides[1], p.kernel[1], p.pads[1], p.pads[3], p.x.w);
   // Both divisors are >= 1: pads are smaller than the kernel and ceil
   // windows start inside the left-padded input, so every window has a real element.
   int64_t divisor = includePad ? sh.paddedExtent * sw.paddedExtent

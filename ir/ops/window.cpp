@@ -1,5 +1,7 @@
 #include "ir/ops/window.h"
 
+#include <algorithm>
+
 namespace kfuse::ops {
 
 Expected<Image> imageOfType(const TensorType& t, std::string_view what) {
@@ -51,6 +53,12 @@ Expected<int64_t> outputExtent(const WindowAxis& a) {
   // before the end padding. An overflowing start is certainly past it.
   std::optional<int64_t> lastStart = checkedMul(out, a.stride);
   return lastStart && *lastStart < *leftPadded ? out + 1 : out;
+}
+
+ClippedWindow clippedWindow(int64_t o, int64_t stride, int64_t kernel, int64_t padBegin, int64_t padEnd, int64_t in) {
+  int64_t begin = o * stride - padBegin;
+  int64_t end = std::min(begin + kernel, in + padEnd);
+  return ClippedWindow{end - begin, std::max<int64_t>(begin, 0), std::min(end, in)};
 }
 
 }  // namespace kfuse::ops

@@ -56,4 +56,13 @@ Expected<int64_t> windowSpan(const WindowAxis& a);
 // (PyTorch's rule). An Error when the window does not fit or overflows.
 Expected<int64_t> outputExtent(const WindowAxis& a);
 
+// Window o of an undilated pooling along one axis, [begin, end) clipped to
+// the padded input (`paddedExtent`: avg_pool's count_include_pad divisor)
+// and to the input itself ([realBegin, realEnd)): the reference and the
+// pool-expand pass (passes/pool_expand.cpp) read the same rule.
+struct ClippedWindow {
+  int64_t paddedExtent, realBegin, realEnd;
+};
+ClippedWindow clippedWindow(int64_t o, int64_t stride, int64_t kernel, int64_t padBegin, int64_t padEnd, int64_t in);
+
 }  // namespace kfuse::ops
