@@ -242,6 +242,8 @@ struct Conv {
   // that reads the image in place goes image by image.
   bool sideBySide(int64_t b) const { return b > 1 && !c.channelsLast && !patchesAreImage(); }
   T* outputBlock(T* col, int64_t b) const { return col + b * taps * pixels; }
+  // Where the i-th image of a GEMM's chunk has its patch matrix in col.
+  T* imageCol(T* col, int64_t i) const { return col + i * pixels * (c.channelsLast ? taps : 1); }
 
   // NCHW: y[n, g*og + o, p] = sum_t w[o, t] * col[t, p];
   // NHWC: y[n, p, g*og + o] = sum_t col[p, t] * w[o, t].
@@ -256,7 +258,7 @@ struct Conv {
     const int64_t ld = b * pixels;
     for (int64_t g = 0; g < c.groups; ++g) {
       if (!inImage)
-        for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, col + i * pixels * (c.channelsLast ? taps : 1), ld);
+        for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, imageCol(col, i), ld);
       const T* patches = inImage ? imagePatches(x, n0, g) : col;
       const T* wg = w + g * og * taps;  // the group's filters: og rows of `taps`
       if (c.channelsLast) {
@@ -309,7 +311,7 @@ struct Conv {
       }
       if (!inImage)
         for (int64_t i = 0; i < b; ++i)
-          col2im(col + i * pixels * (c.channelsLast ? taps : 1), n0 + i, g, dx, c.channelsLast ? pixels : ld);
+          col2im(imageCol(col, i), n0 + i, g, dx, c.channelsLast ? pixels : ld);
     }
   }
 
@@ -333,7 +335,7 @@ struct Conv {
     const bool inImage = patchesAreImage(), wide = sideBySide(b);
     const int64_t ld = b * pixels;
     if (!inImage)
-      for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, col + i * pixels * (c.channelsLast ? taps : 1), ld);
+      for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, imageCol(col, i), ld);
     const T* patches = inImage ? imagePatches(x, n0, g) : col;
     if (c.channelsLast) {
       gemm(blas, {true, false, og, taps, ld, c.o, patchLd(inImage), taps, accumulate}, dy + n0 * pixels * c.o + g * og,

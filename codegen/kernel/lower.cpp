@@ -345,13 +345,6 @@ std::string notKernelizable(const Node& n) { return kernelFormIssue(n); }
 
 namespace {
 
-// Row-major element strides of `shape`.
-std::vector<int64_t> stridesOf(const Shape& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 // The map of a block starting at `start` in a buffer of `shape`, iterated
 // over the block's own index space with `step` per dim (empty: 1).
 IndexMap blockMap(const Shape& shape, const std::vector<int64_t>& start, const std::vector<int64_t>& step = {}) {
