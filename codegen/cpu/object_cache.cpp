@@ -2,19 +2,15 @@
 
 #include <elf.h>
 #include <link.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
-#include <thread>
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/SHA256.h>
 
+#include "ir/support/file_io.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::cpu {
@@ -108,11 +104,9 @@ std::string ObjectCache::pathOf(const std::string& key) const { return (fs::path
 std::optional<std::string> ObjectCache::load(const std::string& key) const {
   if (!enabled()) return std::nullopt;
   std::string path = pathOf(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string bytes = buf.str();
+  Expected<std::string> read = readFile(path);
+  if (!read) return std::nullopt;
+  std::string bytes = std::move(*read);
   auto invalid = [&]() -> std::optional<std::string> {
     std::error_code ec;
     fs::remove(path, ec);  // compiled again and rewritten by the caller
@@ -136,21 +130,7 @@ Status ObjectCache::store(const std::string& key, const std::string& object) con
   bytes += sha256(object);
   bytes += object;
   std::string path = pathOf(key);
-  std::string tmp = str(path, ".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      fs::remove(tmp, ec);
-      return Error(str("cannot write the kernel cache entry ", tmp));
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error(str("cannot move the kernel cache entry into place at ", path));
-  }
-  return Status::ok();
+  return writeFileAtomically(path, bytes);
 }
 
 }  // namespace kfuse::cpu

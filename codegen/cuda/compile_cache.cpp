@@ -1,14 +1,10 @@
 #include "codegen/cuda/compile_cache.h"
 
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <thread>
 
 #if KFUSE_NVRTC_CACHE
@@ -16,6 +12,7 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/SHA256.h>
 #endif
+#include "ir/support/file_io.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::cuda {
@@ -113,11 +110,9 @@ std::optional<CompiledUnit> CompileCache::load(const std::string& key) const {
 #else
   if (!enabled()) return std::nullopt;
   std::string path = pathOf(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string bytes = buf.str();
+  Expected<std::string> read = readFile(path);
+  if (!read) return std::nullopt;
+  std::string bytes = std::move(*read);
   auto invalid = [&]() -> std::optional<CompiledUnit> {
     std::error_code ec;
     fs::remove(path, ec);  // recompiled and rewritten by the caller
@@ -156,21 +151,7 @@ Status CompileCache::store(const std::string& key, const CompiledUnit& unit) con
   bytes += unit.ptx;
   bytes += unit.log;
   std::string path = pathOf(key);
-  std::string tmp = str(path, ".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      fs::remove(tmp, ec);
-      return Error(str("cannot write the NVRTC cache entry ", tmp));
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error(str("cannot move the NVRTC cache entry into place at ", path));
-  }
-  return Status::ok();
+  return writeFileAtomically(path, bytes);
 #endif
 }
 

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "ir/support/strings.h"
 
@@ -25,7 +27,9 @@ Expected<std::string> readFile(const std::string& path) {
 }
 
 Status writeFileAtomically(const std::string& path, std::string_view contents) {
-  std::string tmp = str(path, ".tmp.", ::getpid());
+  // Unique per process and thread: the compile caches store entries from
+  // several threads at once, possibly the same entry.
+  std::string tmp = str(path, ".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Error(str("cannot write '", path, "': ", std::strerror(errno)));

@@ -1,6 +1,7 @@
 // Whole-file reads and atomic writes. A write goes to a temporary file in the
-// same directory and is renamed over the target only when complete, so a
-// failure never leaves a half-written file behind.
+// same directory (named by process and thread) and is renamed over the
+// target only when complete, so a failure never leaves a half-written file
+// behind and concurrent writers of one path never share a temporary.
 #pragma once
 
 #include <string>
