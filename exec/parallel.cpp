@@ -37,8 +37,62 @@ double convFlops(const ConvSpec& c) {
 Work directConvWork(const ConvSpec& c) { return Work{c.n * c.groups * c.oh, 1, convFlops(c)}; }
 
 Work im2colConvWork(const ConvSpec& c) {
-  if (c.direction == ConvDirection::GradWeight) return Work{c.groups, 1, convFlops(c)};
-  return Work{c.n, im2colImagesPerGemm(c), convFlops(c)};
+  const Im2colSplit s = im2colSplit(c);
+  switch (c.direction) {
+    case ConvDirection::Forward: return Work{c.n * s.tiles * s.blocks, im2colImagesPerGemm(c), convFlops(c)};
+    case ConvDirection::GradInput: return Work{c.n * s.blocks, im2colImagesPerGemm(c), convFlops(c)};
+    case ConvDirection::GradWeight: break;
+  }
+  return Work{c.groups * s.blocks, 1, convFlops(c)};
+}
+
+namespace {
+// `count` channels in as many blocks as `want` asks, none under `least`
+// channels (fewer blocks where that leaves them too small).
+void blockChannels(Im2colSplit& s, int64_t count, int64_t want, int64_t least) {
+  if (count <= 0) return;
+  const int64_t blocks = std::clamp<int64_t>(want, 1, std::max<int64_t>(count / least, 1));
+  s.blockChannels = (count + blocks - 1) / blocks;
+  s.blocks = (count + s.blockChannels - 1) / s.blockChannels;
+}
+}  // namespace
+
+Im2colSplit im2colSplit(const ConvSpec& c) {
+  // A tile of ~512 pixels keeps BLAS near its speed (and its patch matrix
+  // in L2); a block of 16 output or 8 input channels at least keeps a GEMM
+  // from being all packing.
+  constexpr int64_t kTilePixels = 512, kLeastOutputs = 16, kLeastInputs = 8;
+  const int64_t groups = std::max<int64_t>(c.groups, 1), og = c.o / groups, cg = c.c / groups;
+  Im2colSplit s;
+  s.tileRows = c.oh;
+  s.blockChannels = c.direction == ConvDirection::Forward ? og : cg;
+  const auto wanted = [](int64_t units) { return (kIm2colMinUnits + units - 1) / std::max<int64_t>(units, 1); };
+  switch (c.direction) {
+    case ConvDirection::Forward: {
+      if (c.oh <= 0 || c.ow <= 0) return s;
+      const int64_t tiles = std::max<int64_t>((c.oh * c.ow + kTilePixels - 1) / kTilePixels, 1);
+      s.tileRows = (c.oh + tiles - 1) / tiles;
+      s.tiles = (c.oh + s.tileRows - 1) / s.tileRows;
+      if (c.n * s.tiles < kIm2colMinUnits) blockChannels(s, og, wanted(c.n * s.tiles), kLeastOutputs);
+      return s;
+    }
+    case ConvDirection::GradInput:
+      if (c.n < kIm2colMinUnits) blockChannels(s, cg, wanted(c.n), kLeastInputs);
+      return s;
+    case ConvDirection::GradWeight:
+      if (groups >= kIm2colMinUnits) return s;
+      if (cg >= 2 * kLeastInputs) {
+        blockChannels(s, cg, wanted(groups), kLeastInputs);
+      } else {
+        // Each block builds the whole patch matrix (most of a first layer's
+        // time): two blocks at most.
+        s.outputBlocks = true;
+        s.blockChannels = og;
+        blockChannels(s, og, std::min<int64_t>(wanted(groups), 2), kLeastOutputs);
+      }
+      return s;
+  }
+  return s;
 }
 
 int64_t im2colImagesPerGemm(const ConvSpec& c) {

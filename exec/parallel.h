@@ -13,8 +13,9 @@
 //     ranges that cover the rows once cover every block once;
 //   - a direct convolution: output rows, (image, group, row) row-major.
 // The runner splits the steps it runs through libraries the same way: an
-// im2col convolution by images (by groups backward to the weights, where
-// every image adds into the same filters; runtime/cpu_conv.h).
+// im2col convolution by images, tiles of output rows and blocks of channels
+// (by groups and input channels backward to the weights, where every image
+// adds into the same filters; im2colSplit below, runtime/cpu_conv.h).
 // Each unit is computed by the same code whatever the range around it, so
 // results do not depend on the thread count: a chunk of a one-dim kernel
 // starts on a multiple of kUnitAlignment, which keeps every element in the
@@ -49,6 +50,30 @@ Work kernelWork(const kernel::Kernel& k);
 Work packedGemmWork(const GemmSpec& g);
 Work directConvWork(const ConvSpec& c);
 Work im2colConvWork(const ConvSpec& c);
+
+// How an im2col convolution's work divides into units beyond images and
+// groups, so that a batch of one still spreads over threads: forward, each
+// image's output rows in tiles of about 512 pixels, and when images x tiles
+// are fewer than kIm2colMinUnits, each group's output channels in blocks
+// (the blocks of one tile share its patch matrix); backward to the input,
+// each group's input channels in blocks when the images are too few; backward
+// to the weights, each group's input channels in blocks when the groups are
+// too few, or its output channels, in two blocks, where the inputs are too
+// few to block (each such block builds the whole patch matrix). Units, in order
+// (runtime/cpu_conv.h):
+//   forward      (image, tile, output block), n * tiles * blocks
+//   grad input   (image, input block),        n * blocks
+//   grad weight  (group, input or output block), groups * blocks
+// Every unit is one GEMM per group of a fixed shape, whatever the range
+// around it, so the results do not depend on the thread count. A spec
+// split neither way has tiles = blocks = 1 and covers whole images.
+struct Im2colSplit {
+  int64_t tiles = 1, tileRows = 0;         // output rows per tile (the last may hold fewer)
+  int64_t blocks = 1, blockChannels = 0;   // channels per block (the last may hold fewer)
+  bool outputBlocks = false;               // grad weight: the blocks are of output channels
+};
+inline constexpr int64_t kIm2colMinUnits = 4;
+Im2colSplit im2colSplit(const ConvSpec& c);
 
 // Images one im2col GEMM covers (runtime/cpu_conv.h): several when an image
 // has few output pixels (a GEMM of 4 columns runs BLAS at a fraction of its

@@ -55,30 +55,72 @@ void fillWith(T* dst, int64_t n, T v) {
   for (; i < n; ++i) dst[i] = v;
 }
 
-// One image, one group: the patch matrix whose column p (an output pixel)
+// What one unit computes of a group (exec/parallel.h's im2colSplit): the
+// columns of output rows [oy0, oy1) (a tile) and the rows of input channels
+// [c0, c1) of its patch matrix, for output channels [o0, o1) (blocks).
+struct Part {
+  int64_t oy0 = 0, oy1 = 0, c0 = 0, c1 = 0, o0 = 0, o1 = 0;
+};
+
+// The patch matrix of an image, group and part: column p (an output pixel)
 // holds the inputs its filter taps read, zero where they fall in padding.
-// Rows follow the filter's memory order: (c, ky, kx) for OIHW, (ky, kx, c)
-// for OHWI, so the filter's rows are the GEMM's other operand as they lie.
+// Rows follow the filter's memory order over the part's channels: (c, ky,
+// kx) for OIHW, (ky, kx, c) for OHWI, so the filter's rows are the GEMM's
+// other operand as they lie (in runs, for a block of OHWI's channels).
 template <typename T>
 struct Conv {
   const ConvSpec& c;
   const Blas& blas;
   int64_t cg, og, taps, pixels;
+  Im2colSplit split;
 
   Conv(const ConvSpec& s, const Blas& b)
-      : c(s), blas(b), cg(s.c / s.groups), og(s.o / s.groups), taps(cg * s.kh * s.kw), pixels(s.oh * s.ow) {}
+      : c(s),
+        blas(b),
+        cg(s.c / s.groups),
+        og(s.o / s.groups),
+        taps(cg * s.kh * s.kw),
+        pixels(s.oh * s.ow),
+        split(im2colSplit(s)) {}
 
-  int64_t row(int64_t ch, int64_t ky, int64_t kx) const {
-    return c.filterLast ? (ky * c.kw + kx) * cg + ch : (ch * c.kh + ky) * c.kw + kx;
+  Part whole() const { return {0, c.oh, 0, cg, 0, og}; }
+  // Unit u's part: forward (image, tile, output block), backward to the
+  // input (image, input block), to the weights (group, block).
+  Part part(int64_t u) const {
+    Part p = whole();
+    const int64_t b = u % split.blocks, first = b * split.blockChannels, tile = u / split.blocks % split.tiles;
+    const bool outputs = c.direction == ConvDirection::Forward || split.outputBlocks;
+    (outputs ? p.o0 : p.c0) = first;
+    (outputs ? p.o1 : p.c1) = std::min(outputs ? og : cg, first + split.blockChannels);
+    p.oy0 = tile * split.tileRows;
+    p.oy1 = std::min(c.oh, p.oy0 + split.tileRows);
+    return p;
   }
-  // NCHW: col is [taps, pixels] with rows `ld` apart (several images'
-  // patch matrices side by side); NHWC: [pixels, taps] (so GEMM writes NHWC
-  // rows; several images' lie one after another).
-  void im2col(const T* x, int64_t n, int64_t g, T* col, int64_t ld) const {
-    if (c.channelsLast)
-      im2colPixels(x, n, g, col);
-    else
-      im2colRows(x, n, g, col, ld);
+  int64_t partTaps(const Part& p) const { return (p.c1 - p.c0) * c.kh * c.kw; }
+  int64_t partPixels(const Part& p) const { return (p.oy1 - p.oy0) * c.ow; }
+
+  int64_t row(const Part& p, int64_t ch, int64_t ky, int64_t kx) const {
+    const int64_t cb = p.c1 - p.c0;
+    ch -= p.c0;
+    return c.filterLast ? (ky * c.kw + kx) * cb + ch : (ch * c.kh + ky) * c.kw + kx;
+  }
+  // Where a part's patch rows lie among the filter's `taps` columns: runs of
+  // `length` from filter column `filter` and patch row `patch`. One run
+  // unless the part is a block of an OHWI filter's channels.
+  template <typename F>
+  void forRuns(const Part& p, F f) const {
+    const int64_t cb = p.c1 - p.c0;
+    if (!c.filterLast || cb == cg) return f(p.c0 * c.kh * c.kw, int64_t{0}, partTaps(p));
+    for (int64_t r = 0; r < c.kh * c.kw; ++r) f(r * cg + p.c0, r * cb, cb);
+  }
+
+  // NCHW: col is [part taps, part pixels] with rows `ld` apart (several
+  // images' patch matrices side by side); NHWC: [part pixels, part taps]
+  // (so GEMM writes NHWC rows; several images' lie one after another).
+  void im2col(const T* x, int64_t n, int64_t g, const Part& p, T* col, int64_t ld) const {
+    if (!c.channelsLast) return im2colRows(x, n, g, p, col, ld);
+    if (c.filterLast && c.groups == 1 && c.dilW == 1 && p.c0 == 0 && p.c1 == cg) return im2colFilterRows(x, n, p, col);
+    im2colPixels(x, n, g, p, col);
   }
 
   // The output columns ox whose input column ox * stride + off lies inside
@@ -94,16 +136,16 @@ struct Conv {
   // NCHW: one col row per (channel, tap) holds a strided window of one input
   // plane, copied a row of the output at a time (a memcpy at stride 1), with
   // the padding's zeros written around it.
-  void im2colRows(const T* x, int64_t n, int64_t g, T* col, int64_t ld) const {
-    if (c.strideH == 1 && c.strideW == 1 && c.wd == c.ow) return im2colPlanes(x, n, g, col, ld);
-    for (int64_t ch = 0; ch < cg; ++ch) {
+  void im2colRows(const T* x, int64_t n, int64_t g, const Part& p, T* col, int64_t ld) const {
+    if (c.strideH == 1 && c.strideW == 1 && c.wd == c.ow) return im2colPlanes(x, n, g, p, col, ld);
+    for (int64_t ch = p.c0; ch < p.c1; ++ch) {
       const T* plane = x + (n * c.c + g * cg + ch) * c.h * c.wd;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          T* dst = col + row(ch, ky, kx) * ld;
+          T* dst = col + row(p, ch, ky, kx) * ld;
           int64_t off = kx * c.dilW - c.padLeft;
           auto [lo, hi] = validColumns(off);
-          for (int64_t oy = 0; oy < c.oh; ++oy, dst += c.ow) {
+          for (int64_t oy = p.oy0; oy < p.oy1; ++oy, dst += c.ow) {
             int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
             if (iy < 0 || iy >= c.h) {
               std::fill(dst, dst + c.ow, T(0));
@@ -128,29 +170,30 @@ struct Conv {
   // padding (and read a neighbouring row instead) are zeroed. A copy per
   // output row, with a fill on either side, was most of a small CNN's
   // im2col time.
-  void im2colPlanes(const T* x, int64_t n, int64_t g, T* col, int64_t ld) const {
-    const int64_t planeSize = c.h * c.wd;
-    for (int64_t ch = 0; ch < cg; ++ch) {
+  void im2colPlanes(const T* x, int64_t n, int64_t g, const Part& p, T* col, int64_t ld) const {
+    const int64_t planeSize = c.h * c.wd, width = partPixels(p);
+    for (int64_t ch = p.c0; ch < p.c1; ++ch) {
       const T* plane = x + (n * c.c + g * cg + ch) * planeSize;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          T* dst = col + row(ch, ky, kx) * ld;
+          T* dst = col + row(p, ch, ky, kx) * ld;
+          auto at = [&](int64_t oy) { return dst + (oy - p.oy0) * c.ow; };  // output row oy's columns
           const int64_t dy = ky * c.dilH - c.padTop, off = kx * c.dilW - c.padLeft;
-          // Output rows [y0, y1) read input rows inside the image.
-          const int64_t y0 = std::clamp<int64_t>(-dy, 0, c.oh), y1 = std::clamp<int64_t>(c.h - dy, y0, c.oh);
-          std::fill(dst, dst + y0 * c.ow, T(0));
-          std::fill(dst + y1 * c.ow, dst + pixels, T(0));
+          // Output rows [y0, y1) of the part read input rows inside the image.
+          const int64_t y0 = std::clamp<int64_t>(-dy, p.oy0, p.oy1), y1 = std::clamp<int64_t>(c.h - dy, y0, p.oy1);
+          std::fill(dst, at(y0), T(0));
+          std::fill(at(y1), dst + width, T(0));
           if (y0 == y1) continue;
-          // Plane elements [a, b) land at dst + y0 * ow onwards; the ends
+          // Plane elements [a, b) land at output row y0 onwards; the ends
           // that fall outside the plane are padding columns, zeroed below.
           const int64_t a = (y0 + dy) * c.wd + off, b = (y1 - 1 + dy) * c.wd + off + c.ow;
           const int64_t from = std::max<int64_t>(a, 0), to = std::min(b, planeSize);
-          if (from < to) std::memcpy(dst + y0 * c.ow + (from - a), plane + from, static_cast<size_t>(to - from) * sizeof(T));
+          if (from < to) std::memcpy(at(y0) + (from - a), plane + from, static_cast<size_t>(to - from) * sizeof(T));
           // Column by column: a fill per row of the one or two padding
           // columns became a memset call per row.
           auto [lo, hi] = validColumns(off);
           auto zeroColumn = [&](int64_t ox) {
-            for (int64_t oy = y0; oy < y1; ++oy) dst[oy * c.ow + ox] = T(0);
+            for (int64_t oy = y0; oy < y1; ++oy) at(oy)[ox] = T(0);
           };
           for (int64_t ox = 0; ox < lo; ++ox) zeroColumn(ox);
           for (int64_t ox = hi; ox < c.ow; ++ox) zeroColumn(ox);
@@ -158,14 +201,14 @@ struct Conv {
     }
   }
 
-  // NHWC: one col row per output pixel; each tap reads the group's cg
-  // contiguous channels of one input pixel (one copy when the filter is
-  // OHWI, whose taps keep channels innermost too).
-  void im2colPixels(const T* x, int64_t n, int64_t g, T* col) const {
-    if (c.filterLast && c.groups == 1 && c.dilW == 1) return im2colFilterRows(x, n, col);
-    for (int64_t oy = 0; oy < c.oh; ++oy)
+  // NHWC: one col row per output pixel; each tap reads the block's channels
+  // of one input pixel (one copy when the filter is OHWI, whose taps keep
+  // channels innermost too).
+  void im2colPixels(const T* x, int64_t n, int64_t g, const Part& p, T* col) const {
+    const int64_t stride = partTaps(p), cb = p.c1 - p.c0;
+    for (int64_t oy = p.oy0; oy < p.oy1; ++oy)
       for (int64_t ox = 0; ox < c.ow; ++ox) {
-        T* dst = col + (oy * c.ow + ox) * taps;
+        T* dst = col + ((oy - p.oy0) * c.ow + ox) * stride;
         for (int64_t ky = 0; ky < c.kh; ++ky)
           for (int64_t kx = 0; kx < c.kw; ++kx) {
             int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
@@ -173,13 +216,13 @@ struct Conv {
             bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.wd;
             const T* src = inside ? x + ((n * c.h + iy) * c.wd + ix) * c.c + g * cg : nullptr;
             if (c.filterLast) {
-              T* d = dst + (ky * c.kw + kx) * cg;
+              T* d = dst + row(p, p.c0, ky, kx);
               if (inside)
-                std::copy(src, src + cg, d);
+                std::copy(src + p.c0, src + p.c1, d);
               else
-                std::fill(d, d + cg, T(0));
+                std::fill(d, d + cb, T(0));
             } else {
-              for (int64_t ch = 0; ch < cg; ++ch) dst[row(ch, ky, kx)] = inside ? src[ch] : T(0);
+              for (int64_t ch = p.c0; ch < p.c1; ++ch) dst[row(p, ch, ky, kx)] = inside ? src[ch] : T(0);
             }
           }
       }
@@ -190,11 +233,11 @@ struct Conv {
   // lie contiguously in memory and in the col row alike: one copy of
   // kw * c.c values per (pixel, ky) where the window is inside the image
   // (tiny per-tap copies were most of a 3-channel first layer's time).
-  void im2colFilterRows(const T* x, int64_t n, T* col) const {
+  void im2colFilterRows(const T* x, int64_t n, const Part& p, T* col) const {
     const int64_t span = c.kw * c.c;
-    for (int64_t oy = 0; oy < c.oh; ++oy)
+    for (int64_t oy = p.oy0; oy < p.oy1; ++oy)
       for (int64_t ox = 0; ox < c.ow; ++ox) {
-        T* dst = col + (oy * c.ow + ox) * taps;
+        T* dst = col + ((oy - p.oy0) * c.ow + ox) * taps;
         const int64_t ix0 = ox * c.strideW - c.padLeft;
         const bool rowInside = ix0 >= 0 && ix0 + c.kw <= c.wd;
         for (int64_t ky = 0; ky < c.kh; ++ky, dst += span) {
@@ -222,51 +265,56 @@ struct Conv {
     return c.kh == 1 && c.kw == 1 && c.strideH == 1 && c.strideW == 1 && c.padTop == 0 && c.padLeft == 0 &&
            c.oh == c.h && c.ow == c.wd;
   }
-  // The patch matrix of image n, group g in an image (patchesAreImage), and
-  // its leading dimension: NCHW [cg, pixels] rows of a plane, NHWC
-  // [pixels, cg] rows of c.c channels.
+  // The part of image n, group g's patch matrix in an image
+  // (patchesAreImage), and its leading dimension: NCHW [cg, pixels] rows of
+  // a plane, NHWC [pixels, cg] rows of c.c channels.
   template <typename P>
-  P* imagePatches(P* x, int64_t n, int64_t g) const {
-    return c.channelsLast ? x + n * pixels * c.c + g * cg : x + (n * c.c + g * cg) * pixels;
+  P* imagePatches(P* x, int64_t n, int64_t g, const Part& p) const {
+    const int64_t p0 = p.oy0 * c.ow;
+    return c.channelsLast ? x + (n * pixels + p0) * c.c + g * cg + p.c0 : x + (n * c.c + g * cg + p.c0) * pixels + p0;
   }
-  int64_t patchLd(bool inImage) const {
-    if (c.channelsLast) return inImage ? c.c : taps;
-    return pixels;
+  int64_t patchLd(bool inImage, const Part& p) const {
+    if (c.channelsLast) return inImage ? c.c : partTaps(p);
+    return inImage ? pixels : partPixels(p);
   }
 
-  // Images [n0, n0 + b) at once: one GEMM per group over all their pixels.
-  // NHWC images lie one after another, so b images are one image of b *
-  // pixels rows. NCHW images' patch matrices sit side by side in col (rows
-  // b * pixels apart) and their outputs or output gradients pass through a
-  // block after the patches (im2colWorkspaceRows); a 1x1 NCHW convolution
-  // that reads the image in place goes image by image.
+  // Images [n0, n0 + b) at once (whole parts only): one GEMM per group over
+  // all their pixels. NHWC images lie one after another, so b images are
+  // one image of b * pixels rows. NCHW images' patch matrices sit side by
+  // side in col (rows b * pixels apart) and their outputs or output
+  // gradients pass through a block after the patches (im2colWorkspaceRows);
+  // a 1x1 NCHW convolution that reads the image in place goes image by image.
   bool sideBySide(int64_t b) const { return b > 1 && !c.channelsLast && !patchesAreImage(); }
   T* outputBlock(T* col, int64_t b) const { return col + b * taps * pixels; }
   // Where the i-th image of a GEMM's chunk has its patch matrix in col.
   T* imageCol(T* col, int64_t i) const { return col + i * pixels * (c.channelsLast ? taps : 1); }
 
-  // NCHW: y[n, g*og + o, p] = sum_t w[o, t] * col[t, p];
-  // NHWC: y[n, p, g*og + o] = sum_t col[p, t] * w[o, t].
-  void forward(const T* x, const T* w, const T* bias, T* y, T* col, int64_t n0, int64_t b) const {
+  // Output channels [p.o0, p.o1) of every group over tile p of images [n0,
+  // n0 + b): NCHW y[n, g*og + o, q] = sum_t w[o, t] * col[t, q]; NHWC y[n, q,
+  // g*og + o] = sum_t col[q, t] * w[o, t]. `patched`: col already holds the
+  // tile's patches (the previous unit was another block of the same tile,
+  // one group).
+  void forward(const T* x, const T* w, const T* bias, T* y, T* col, int64_t n0, int64_t b, const Part& p,
+               bool patched) const {
     if (!c.channelsLast && b > 1 && !sideBySide(b)) {
-      for (int64_t n = n0; n < n0 + b; ++n) forward(x, w, bias, y, col, n, 1);
+      for (int64_t n = n0; n < n0 + b; ++n) forward(x, w, bias, y, col, n, 1, p, false);
       return;
     }
     if (bias)
-      for (int64_t n = n0; n < n0 + b; ++n) fillBias(bias, y, n);
+      for (int64_t n = n0; n < n0 + b; ++n) fillBias(bias, y, n, p);
     const bool inImage = patchesAreImage(), wide = sideBySide(b);
-    const int64_t ld = b * pixels;
+    const int64_t ld = b * partPixels(p), p0 = p.oy0 * c.ow, o0 = p.o0, o1 = p.o1;
     for (int64_t g = 0; g < c.groups; ++g) {
-      if (!inImage)
-        for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, imageCol(col, i), ld);
-      const T* patches = inImage ? imagePatches(x, n0, g) : col;
-      const T* wg = w + g * og * taps;  // the group's filters: og rows of `taps`
+      if (!inImage && !patched)
+        for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, p, imageCol(col, i), ld);
+      const T* patches = inImage ? imagePatches(x, n0, g, p) : col;
+      const T* wg = w + (g * og + o0) * taps;  // the block's filters: o1 - o0 rows of `taps`
       if (c.channelsLast) {
-        gemm(blas, {false, true, ld, og, taps, patchLd(inImage), taps, c.o, bias != nullptr}, patches, wg,
-             y + n0 * pixels * c.o + g * og);
+        gemm(blas, {false, true, ld, o1 - o0, taps, patchLd(inImage, p), taps, c.o, bias != nullptr}, patches, wg,
+             y + (n0 * pixels + p0) * c.o + g * og + o0);
       } else if (!wide) {
-        gemm(blas, {false, false, og, pixels, taps, taps, pixels, pixels, bias != nullptr}, wg, patches,
-             y + (n0 * c.o + g * og) * pixels);
+        gemm(blas, {false, false, o1 - o0, ld, taps, taps, patchLd(inImage, p), pixels, bias != nullptr}, wg, patches,
+             y + (n0 * c.o + g * og + o0) * pixels + p0);
       } else {
         T* out = outputBlock(col, b);
         gemm(blas, {false, false, og, ld, taps, taps, ld, ld, false}, wg, col, out);
@@ -275,7 +323,7 @@ struct Conv {
             T* dst = y + ((n0 + i) * c.o + g * og + o) * pixels;
             const T* src = out + o * ld + i * pixels;
             if (bias)
-              for (int64_t p = 0; p < pixels; ++p) dst[p] += src[p];
+              for (int64_t q = 0; q < pixels; ++q) dst[q] += src[q];
             else
               copySpan(src, dst, pixels);
           }
@@ -283,91 +331,127 @@ struct Conv {
     }
   }
 
-  // dx of images [n0, n0 + b): the patches' gradient, w's transpose times dy
-  // (NCHW: col[t, p] = sum_o w[o, t] * dy[n, g*og + o, p]; NHWC: col[p, t] =
-  // sum_o dy[n, p, g*og + o] * w[o, t]), scattered back where the patches
-  // were read (col2im), or written straight into dx when they are the image.
-  void gradInput(const T* dy, const T* w, T* dx, T* col, int64_t n0, int64_t b) const {
+  // dx of images [n0, n0 + b), the input channels of block p in every group:
+  // the patches' gradient, w's transpose times dy (NCHW: col[t, q] = sum_o
+  // w[o, t] * dy[n, g*og + o, q]; NHWC: col[q, t] = sum_o dy[n, q, g*og + o] *
+  // w[o, t]), scattered back where the patches were read (col2im), or
+  // written straight into dx when they are the image.
+  void gradInput(const T* dy, const T* w, T* dx, T* col, int64_t n0, int64_t b, const Part& p) const {
     if (!c.channelsLast && b > 1 && !sideBySide(b)) {
-      for (int64_t n = n0; n < n0 + b; ++n) gradInput(dy, w, dx, col, n, 1);
+      for (int64_t n = n0; n < n0 + b; ++n) gradInput(dy, w, dx, col, n, 1, p);
       return;
     }
     const bool inImage = patchesAreImage(), wide = sideBySide(b);
-    const int64_t image = c.c * c.h * c.wd, ld = b * pixels;
-    if (!inImage) std::fill(dx + n0 * image, dx + (n0 + b) * image, T(0));
+    const int64_t ld = b * pixels;
+    if (!inImage) zeroInputs(dx, n0, b, p);
     for (int64_t g = 0; g < c.groups; ++g) {
-      T* patches = inImage ? imagePatches(dx, n0, g) : col;
+      T* patches = inImage ? imagePatches(dx, n0, g, p) : col;
       const T* wg = w + g * og * taps;
+      const int64_t pld = patchLd(inImage, p);
       if (c.channelsLast) {
-        gemm(blas, {false, false, ld, taps, og, c.o, taps, patchLd(inImage), false}, dy + n0 * pixels * c.o + g * og,
-             wg, patches);
+        forRuns(p, [&](int64_t filter, int64_t patch, int64_t len) {
+          gemm(blas, {false, false, ld, len, og, c.o, taps, pld, false}, dy + n0 * pixels * c.o + g * og, wg + filter,
+               patches + patch);
+        });
       } else if (!wide) {
-        gemm(blas, {true, false, taps, pixels, og, taps, pixels, pixels, false}, wg, dy + (n0 * c.o + g * og) * pixels,
-             patches);
+        forRuns(p, [&](int64_t filter, int64_t patch, int64_t len) {
+          gemm(blas, {true, false, len, pixels, og, taps, pixels, pixels, false}, wg + filter,
+               dy + (n0 * c.o + g * og) * pixels, patches + patch * pixels);
+        });
       } else {
         T* dyg = outputBlock(col, b);
-        gatherOutputs(dy, n0, b, g, dyg);
+        gatherOutputs(dy, n0, b, g * og, og, dyg);
         gemm(blas, {true, false, taps, ld, og, taps, ld, ld, false}, wg, dyg, col);
       }
       if (!inImage)
-        for (int64_t i = 0; i < b; ++i)
-          col2im(imageCol(col, i), n0 + i, g, dx, c.channelsLast ? pixels : ld);
+        for (int64_t i = 0; i < b; ++i) col2im(imageCol(col, i), n0 + i, g, p, dx, c.channelsLast ? pixels : ld);
     }
   }
 
-  // dw of group g, summed over the images in order, `b` at a time: NCHW
-  // dw[o, t] += sum_p dy[n, g*og + o, p] * col[t, p]; NHWC dw[o, t] += sum_p
-  // dy[n, p, g*og + o] * col[p, t].
-  void gradWeight(const T* dy, const T* x, T* dw, T* col, int64_t g, int64_t batch) const {
-    T* wg = dw + g * og * taps;
+  // Zeroes the inputs of images [n0, n0 + b) in block p of every group, for
+  // col2im to add into.
+  void zeroInputs(T* dx, int64_t n0, int64_t b, const Part& p) const {
+    const int64_t image = c.c * c.h * c.wd, plane = c.h * c.wd, cb = p.c1 - p.c0;
+    if (cb == cg) return std::fill(dx + n0 * image, dx + (n0 + b) * image, T(0));
+    for (int64_t n = n0; n < n0 + b; ++n)
+      for (int64_t g = 0; g < c.groups; ++g) {
+        if (!c.channelsLast) {
+          T* first = dx + (n * c.c + g * cg + p.c0) * plane;
+          std::fill(first, first + cb * plane, T(0));
+          continue;
+        }
+        for (int64_t q = 0; q < plane; ++q) {
+          T* px = dx + (n * plane + q) * c.c + g * cg + p.c0;
+          std::fill(px, px + cb, T(0));
+        }
+      }
+  }
+
+  // dw of group g, the input and output channels of part p, summed over
+  // the images in order, `batch` at a time: NCHW dw[o, t] += sum_q dy[n,
+  // g*og + o, q] * col[t, q]; NHWC dw[o, t] += sum_q dy[n, q, g*og + o] *
+  // col[q, t].
+  void gradWeight(const T* dy, const T* x, T* dw, T* col, int64_t g, const Part& p, int64_t batch) const {
+    T* wg = dw + (g * og + p.o0) * taps;  // the part's rows of filters
     for (int64_t n0 = 0; n0 < c.n; n0 += batch) {
       const int64_t b = std::min(batch, c.n - n0);
       if (!c.channelsLast && b > 1 && !sideBySide(b)) {
-        for (int64_t n = n0; n < n0 + b; ++n) gradWeightOf(dy, x, wg, col, g, n, 1, n > 0);
+        for (int64_t n = n0; n < n0 + b; ++n) gradWeightOf(dy, x, wg, col, g, p, n, 1, n > 0);
         continue;
       }
-      gradWeightOf(dy, x, wg, col, g, n0, b, n0 > 0);
+      gradWeightOf(dy, x, wg, col, g, p, n0, b, n0 > 0);
     }
-    if (c.n == 0) std::fill(wg, wg + og * taps, T(0));
+    if (c.n == 0)
+      forRuns(p, [&](int64_t filter, int64_t, int64_t len) {
+        for (int64_t o = 0; o < p.o1 - p.o0; ++o) std::fill(wg + o * taps + filter, wg + o * taps + filter + len, T(0));
+      });
   }
 
-  void gradWeightOf(const T* dy, const T* x, T* wg, T* col, int64_t g, int64_t n0, int64_t b, bool accumulate) const {
+  void gradWeightOf(const T* dy, const T* x, T* wg, T* col, int64_t g, const Part& p, int64_t n0, int64_t b,
+                    bool accumulate) const {
     const bool inImage = patchesAreImage(), wide = sideBySide(b);
-    const int64_t ld = b * pixels;
+    const int64_t ld = b * pixels, rows = p.o1 - p.o0, o = g * og + p.o0;  // the part's first output channel
     if (!inImage)
-      for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, imageCol(col, i), ld);
-    const T* patches = inImage ? imagePatches(x, n0, g) : col;
+      for (int64_t i = 0; i < b; ++i) im2col(x, n0 + i, g, p, imageCol(col, i), ld);
+    const T* patches = inImage ? imagePatches(x, n0, g, p) : col;
+    const int64_t pld = patchLd(inImage, p);
     if (c.channelsLast) {
-      gemm(blas, {true, false, og, taps, ld, c.o, patchLd(inImage), taps, accumulate}, dy + n0 * pixels * c.o + g * og,
-           patches, wg);
+      forRuns(p, [&](int64_t filter, int64_t patch, int64_t len) {
+        gemm(blas, {true, false, rows, len, ld, c.o, pld, taps, accumulate}, dy + n0 * pixels * c.o + o,
+             patches + patch, wg + filter);
+      });
     } else if (!wide) {
-      gemm(blas, {false, true, og, taps, pixels, pixels, patchLd(inImage), taps, accumulate},
-           dy + (n0 * c.o + g * og) * pixels, patches, wg);
+      forRuns(p, [&](int64_t filter, int64_t patch, int64_t len) {
+        gemm(blas, {false, true, rows, len, pixels, pixels, pld, taps, accumulate}, dy + (n0 * c.o + o) * pixels,
+             patches + patch * pld, wg + filter);
+      });
     } else {
       T* dyg = outputBlock(col, b);
-      gatherOutputs(dy, n0, b, g, dyg);
-      gemm(blas, {false, true, og, taps, ld, ld, ld, taps, accumulate}, dyg, col, wg);
+      gatherOutputs(dy, n0, b, o, rows, dyg);
+      forRuns(p, [&](int64_t filter, int64_t patch, int64_t len) {
+        gemm(blas, {false, true, rows, len, ld, ld, ld, taps, accumulate}, dyg, col + patch * ld, wg + filter);
+      });
     }
   }
 
-  // NCHW output gradients of images [n0, n0 + b), group g, as one [og, b *
-  // pixels] matrix.
-  void gatherOutputs(const T* dy, int64_t n0, int64_t b, int64_t g, T* dyg) const {
-    for (int64_t o = 0; o < og; ++o)
+  // NCHW output gradients of images [n0, n0 + b), output channels [o0, o0 +
+  // rows), as one [rows, b * pixels] matrix.
+  void gatherOutputs(const T* dy, int64_t n0, int64_t b, int64_t o0, int64_t rows, T* dyg) const {
+    for (int64_t o = 0; o < rows; ++o)
       for (int64_t i = 0; i < b; ++i)
-        copySpan(dy + ((n0 + i) * c.o + g * og + o) * pixels, dyg + o * b * pixels + i * pixels, pixels);
+        copySpan(dy + ((n0 + i) * c.o + o0 + o) * pixels, dyg + o * b * pixels + i * pixels, pixels);
   }
 
-  // im2col's transpose: every patch entry added back into the input element
-  // it was read from (entries read from padding are dropped). NCHW rows are
-  // `ld` apart.
-  void col2im(const T* col, int64_t n, int64_t g, T* dx, int64_t ld) const {
-    if (c.channelsLast) return col2imPixels(col, n, g, dx);
-    for (int64_t ch = 0; ch < cg; ++ch) {
+  // im2col's transpose over a block's channels: every patch entry added back
+  // into the input element it was read from (entries read from padding are
+  // dropped). NCHW rows are `ld` apart.
+  void col2im(const T* col, int64_t n, int64_t g, const Part& p, T* dx, int64_t ld) const {
+    if (c.channelsLast) return col2imPixels(col, n, g, p, dx);
+    for (int64_t ch = p.c0; ch < p.c1; ++ch) {
       T* plane = dx + (n * c.c + g * cg + ch) * c.h * c.wd;
       for (int64_t ky = 0; ky < c.kh; ++ky)
         for (int64_t kx = 0; kx < c.kw; ++kx) {
-          const T* src = col + row(ch, ky, kx) * ld;
+          const T* src = col + row(p, ch, ky, kx) * ld;
           int64_t off = kx * c.dilW - c.padLeft;
           auto [lo, hi] = validColumns(off);
           for (int64_t oy = 0; oy < c.oh; ++oy, src += c.ow) {
@@ -383,10 +467,11 @@ struct Conv {
     }
   }
 
-  void col2imPixels(const T* col, int64_t n, int64_t g, T* dx) const {
+  void col2imPixels(const T* col, int64_t n, int64_t g, const Part& p, T* dx) const {
+    const int64_t stride = partTaps(p);
     for (int64_t oy = 0; oy < c.oh; ++oy)
       for (int64_t ox = 0; ox < c.ow; ++ox) {
-        const T* src = col + (oy * c.ow + ox) * taps;
+        const T* src = col + (oy * c.ow + ox) * stride;
         for (int64_t ky = 0; ky < c.kh; ++ky) {
           int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
           if (iy < 0 || iy >= c.h) continue;
@@ -394,42 +479,65 @@ struct Conv {
             int64_t ix = ox * c.strideW - c.padLeft + kx * c.dilW;
             if (ix < 0 || ix >= c.wd) continue;
             T* dst = dx + ((n * c.h + iy) * c.wd + ix) * c.c + g * cg;
-            for (int64_t ch = 0; ch < cg; ++ch) dst[ch] += src[row(ch, ky, kx)];
+            for (int64_t ch = p.c0; ch < p.c1; ++ch) dst[ch] += src[row(p, ch, ky, kx)];
           }
         }
       }
   }
 
-  // `batch`: images per GEMM (what the workspace holds, at most
-  // im2colImagesPerGemm); ranges of images are cut into runs of it from
-  // their start, which im2colConvWork aligns to it.
-  void run(const ConvBuffers& b, T* col, int64_t begin, int64_t end, int64_t batch) const {
-    auto p = [](std::byte* q) { return reinterpret_cast<T*>(q); };
+  // Units [begin, end) in exec/parallel.h's order. A spec split neither way
+  // has images for units, `batch` per GEMM (what the workspace holds, at
+  // most im2colImagesPerGemm), in runs from the range's start, which
+  // im2colConvWork aligns to it.
+  void run(const ConvBuffers& bf, T* col, int64_t begin, int64_t end, int64_t batch) const {
+    auto ptr = [](std::byte* q) { return reinterpret_cast<T*>(q); };
+    const T *x = ptr(bf.x), *w = ptr(bf.w), *bias = ptr(bf.bias);
     if (c.direction == ConvDirection::GradWeight) {
-      for (int64_t g = begin; g < end; ++g) gradWeight(p(b.y), p(b.x), p(b.w), col, g, batch);
+      for (int64_t u = begin; u < end; ++u) gradWeight(ptr(bf.y), x, ptr(bf.w), col, u / split.blocks, part(u), batch);
       return;
     }
-    for (int64_t n0 = begin; n0 < end; n0 += batch) {
-      const int64_t count = std::min(batch, end - n0);
-      if (c.direction == ConvDirection::Forward)
-        forward(p(b.x), p(b.w), p(b.bias), p(b.y), col, n0, count);
+    const bool forwards = c.direction == ConvDirection::Forward;
+    if (split.tiles * split.blocks == 1) {
+      for (int64_t n0 = begin; n0 < end; n0 += batch) {
+        const int64_t count = std::min(batch, end - n0);
+        if (forwards)
+          forward(x, w, bias, ptr(bf.y), col, n0, count, whole(), false);
+        else
+          gradInput(ptr(bf.y), w, ptr(bf.x), col, n0, count, whole());
+      }
+      return;
+    }
+    const int64_t perImage = split.tiles * split.blocks;
+    for (int64_t u = begin; u < end; ++u) {
+      // The blocks of one tile share its patches (one group's at a time).
+      const bool patched = c.groups == 1 && u > begin && u % split.blocks > 0;
+      if (forwards)
+        forward(x, w, bias, ptr(bf.y), col, u / perImage, 1, part(u), patched);
       else
-        gradInput(p(b.y), p(b.w), p(b.x), col, n0, count);
+        gradInput(ptr(bf.y), w, ptr(bf.x), col, u / perImage, 1, part(u));
     }
   }
 
-  // Image n's output starts as the bias, written in memory order (NHWC rows
-  // of c.o channels, NCHW planes), and the GEMMs accumulate onto it: no second
-  // pass over the output (adding it after, along channels, was a fifth of a
-  // small CNN's inference in NHWC).
-  void fillBias(const T* bias, T* y, int64_t n) const {
+  // Image n's output over tile p, channels [p.o0, p.o1) of every group, starts
+  // as the bias, written in memory order (NHWC rows of channels, NCHW
+  // planes), and the GEMMs accumulate onto it: no second pass over the
+  // output (adding it after, along channels, was a fifth of a small CNN's
+  // inference in NHWC).
+  void fillBias(const T* bias, T* y, int64_t n, const Part& p) const {
+    const int64_t p0 = p.oy0 * c.ow, count = partPixels(p), o0 = p.o0, o1 = p.o1;
     if (c.channelsLast) {
-      y += n * pixels * c.o;
-      for (int64_t r = 0; r < pixels; ++r, y += c.o) copySpan(bias, y, c.o);
+      T* rowStart = y + (n * pixels + p0) * c.o;
+      for (int64_t r = 0; r < count; ++r, rowStart += c.o) {
+        if (o1 - o0 == og) {
+          copySpan(bias, rowStart, c.o);
+          continue;
+        }
+        for (int64_t g = 0; g < c.groups; ++g) copySpan(bias + g * og + o0, rowStart + g * og + o0, o1 - o0);
+      }
       return;
     }
-    y += n * c.o * pixels;
-    for (int64_t o = 0; o < c.o; ++o, y += pixels) fillWith(y, pixels, bias[o]);
+    for (int64_t g = 0; g < c.groups; ++g)
+      for (int64_t o = g * og + o0; o < g * og + o1; ++o) fillWith(y + (n * c.o + o) * pixels + p0, count, bias[o]);
   }
 };
 

@@ -20,10 +20,12 @@ struct ConvBuffers {
 };
 
 // Units [begin, end) of the convolution in c.direction (exec/parallel.h's
-// im2colConvWork: images forward and backward to the input, groups backward
-// to the weights; a unit's result does not depend on the others run with it), for f32 or f64
-// storage, as im2col + GEMM per group over one image or several
-// (exec/parallel.h's im2colImagesPerGemm; col2im after the GEMM for dx).
+// im2colConvWork and im2colSplit: images, tiles of output rows, blocks of
+// channels forward and backward to the input, groups and blocks backward to
+// the weights; a unit's result does not depend on the others run with it),
+// for f32 or f64 storage, as im2col + GEMM per group over one image or
+// several (exec/parallel.h's im2colImagesPerGemm) or over a unit's part of
+// one (col2im after the GEMM for dx).
 // `workspace` (`workspaceBytes`) holds the patch matrices of the images
 // one GEMM covers (im2colWorkspaceRows rows of c.oh * c.ow elements of
 // `dtype`), used by this call alone: the convolution allocates nothing

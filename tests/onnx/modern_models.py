@@ -12,8 +12,9 @@ kfuse and compares them with PyTorch's outputs.
       network in float32 can be 1e-5 away from exact whoever computes it).
       Then again with a batch of 1 (the first sample), against the first row
       of the reference: the batch axis really is dynamic. Last, on the cpu
-      target with --threads 1 and --threads 3: the outputs must be the same
-      bits (results do not depend on the thread count).
+      target with --threads 1 and --threads 3, at both batches: the outputs
+      must be the same bits (results do not depend on the thread count; a
+      batch of 1 splits convolutions into tiles and channel blocks).
   modern_models.py train KFUSE MODEL_DIR WORKDIR
       `kfuse train` (cross-entropy, SGD) for the steps train_losses.json
       records from PyTorch on the same batch; each loss within 1e-4 relative.
@@ -79,13 +80,17 @@ def run(kfuse, model_dir, work):
                 if inputs is single:
                     torch32, exact = torch32[:1], exact[:1]
                 ok &= compare(o, np.load(os.path.join(out_dir, f"{o}.npy")), torch32, exact)
-    runs = {}
-    for threads in (1, 3):
-        out_dir = os.path.join(work, f"cpu_threads{threads}")
-        kfuse_run(kfuse, model_dir, full, "cpu", out_dir, threads)
-        runs[threads] = [np.load(os.path.join(out_dir, f"{o}.npy")) for o in outputs]
-    same = all(a.tobytes() == b.tobytes() for a, b in zip(runs[1], runs[3]))
-    print(f"{os.path.basename(model_dir)} on cpu, 1 and 3 threads: {'the same bits' if same else 'DIFFERENT (FAIL)'}")
+    same = True
+    for batch, inputs in (("batch", full), ("batch of 1", single)):
+        runs = {}
+        for threads in (1, 3):
+            out_dir = os.path.join(work, f"cpu_{batch.replace(' ', '_')}_threads{threads}")
+            kfuse_run(kfuse, model_dir, inputs, "cpu", out_dir, threads)
+            runs[threads] = [np.load(os.path.join(out_dir, f"{o}.npy")) for o in outputs]
+        bits = all(a.tobytes() == b.tobytes() for a, b in zip(runs[1], runs[3]))
+        same &= bits
+        print(f"{os.path.basename(model_dir)} on cpu, {batch}, 1 and 3 threads: "
+              f"{'the same bits' if bits else 'DIFFERENT (FAIL)'}")
     return 0 if ok and same else 1
 
 
