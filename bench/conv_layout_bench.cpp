@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "codegen/cpu/jit.h"
+#include "exec/parallel.h"
 #include "runtime/cpu_conv.h"
 
 namespace {
@@ -78,6 +79,16 @@ std::vector<Shape> shapes(bool probes) {
   s.push_back({"p.48x64", 1, 64, 48, 48, 64, 3, 1, 1, 1, 1});
   s.push_back({"p.44x64", 1, 64, 44, 44, 64, 3, 1, 1, 1, 1});
   s.push_back({"p.30x32", 1, 32, 30, 30, 32, 3, 1, 1, 1, 1});
+  // MobileNetV2's pointwise convolutions at batch 1 on 14x14 and 7x7, and
+  // the same products as one row of 196 and 49 pixels (a 1x1 convolution
+  // at stride 1 without padding does not care how its pixels are rowed).
+  for (int64_t hw : {14, 7}) {
+    const bool small = hw == 7;
+    s.push_back({small ? "mb.pw7.exp" : "mb.pw14.exp", 1, small ? 160 : 64, hw, hw, small ? 960 : 384, 1, 1, 0, 1, 1});
+    s.push_back({small ? "mb.pw7.exp.row" : "mb.pw14.exp.row", 1, small ? 160 : 64, 1, hw * hw, small ? 960 : 384, 1, 1, 0, 1, 1});
+    s.push_back({small ? "mb.pw7.prj" : "mb.pw14.prj", 1, small ? 960 : 384, hw, hw, small ? 160 : 64, 1, 1, 0, 1, 1});
+    s.push_back({small ? "mb.pw7.prj.row" : "mb.pw14.prj.row", 1, small ? 960 : 384, 1, hw * hw, small ? 160 : 64, 1, 1, 0, 1, 1});
+  }
   return s;
 }
 
@@ -117,7 +128,7 @@ double seconds(const ConvSpec& c, int reps, kfuse::cpu::KernelFn direct = nullpt
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> x(static_cast<size_t>(c.n * c.c * c.h * c.wd)), w(static_cast<size_t>(c.o * c.c / c.groups * c.kh * c.kw)),
       y(static_cast<size_t>(c.n * c.o * c.oh * c.ow)),
-      col(static_cast<size_t>(c.c / c.groups * c.kh * c.kw * c.oh * c.ow));
+      col(static_cast<size_t>(kfuse::im2colWorkspaceRows(c, kfuse::im2colImagesPerGemm(c)) * c.oh * c.ow));
   for (float& v : x) v = u(rng);
   for (float& v : w) v = u(rng);
   auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
@@ -127,9 +138,10 @@ double seconds(const ConvSpec& c, int reps, kfuse::cpu::KernelFn direct = nullpt
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     if (direct)
-      direct(buffers);
+      direct(buffers, 0, kfuse::directConvWork(c).units);
     else
-      kfuse::runConv2d(*blas, c, kfuse::DType::F32, bytes(x), bytes(w), nullptr, bytes(y), bytes(col));
+      kfuse::runConv2d(*blas, c, kfuse::DType::F32, {bytes(x), bytes(w), nullptr, bytes(y)}, bytes(col),
+                       col.size() * sizeof(float), 0, kfuse::im2colConvWork(c).units);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;

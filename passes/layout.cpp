@@ -253,7 +253,9 @@ class LayoutRewriter {
       ++r.natives;
       if (!n->is(Op::Conv2d) || !model_) continue;
       const Shape &x = n->operand(0)->type().shape, &w = n->operand(1)->type().shape, &y = n->result()->type().shape;
-      ConvWork work{x[0], x[1], w[0], w[2], w[3], y[2], y[3], n->attr("groups").asInt(), n->attr("strides").asInts()[1]};
+      const auto& strides = n->attr("strides").asInts();
+      ConvWork work{x[0], x[1], w[0], w[2], w[3], y[2], y[3], n->attr("groups").asInt(), strides[1]};
+      work.pointwise = w[2] == 1 && w[3] == 1 && strides[0] == 1 && strides[1] == 1 && y[2] == x[2] && y[3] == x[3];
       double oihw = model_->convSeconds(work, true, false);
       double ohwi = model_->convSeconds(work, true, true) + (foldable(n->operand(1)) ? 0 : transposeCost(n->operand(1), kToLast));
       ohwi_[n] = ohwi < oihw;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ir/ops/window.h"
 #include "ir/support/expected.h"
 #include "passes/direct_conv.h"
 
@@ -21,6 +22,9 @@ std::string_view layoutModeName(LayoutMode m);
 // One convolution's work in logical (NCHW / OIHW) terms.
 struct ConvWork {
   int64_t n = 0, c = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1, strideW = 1;
+  // 1x1 at stride 1 without padding: NCHW plans join its rows
+  // (ops::pointwiseRowsJoined).
+  bool pointwise = false;
   double macs() const {
     return static_cast<double>(n) * static_cast<double>(o) * static_cast<double>(oh * ow) *
            static_cast<double>(c / groups) * static_cast<double>(kh * kw);
@@ -40,7 +44,8 @@ struct LayoutCostModel {
   int64_t directLanes = 0;
 
   bool direct(const ConvWork& w, bool nhwc) const {
-    return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(w.ow, directLanes, /*partialVectors=*/true);
+    const int64_t row = w.pointwise ? w.ow * ops::pointwiseRowsJoined(w.oh, w.ow) : w.ow;
+    return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(row, directLanes, /*partialVectors=*/true);
   }
   double convSeconds(const ConvWork& w, bool nhwc, bool ohwi) const {
     return w.macs() * (direct(w, nhwc) ? directMacSeconds : macSeconds[nhwc][ohwi]);

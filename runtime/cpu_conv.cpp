@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exec/parallel.h"
+#include "runtime/cpu_depthwise.h"
 
 namespace kfuse {
 namespace {
@@ -545,6 +546,7 @@ struct Conv {
 
 void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffers& buffers, std::byte* workspace,
                uint64_t workspaceBytes, int64_t begin, int64_t end) {
+  if (depthwiseRuns(c)) return runDepthwise(c, dtype, buffers, begin, end);
   // As many images per GEMM as the rule asks and the workspace holds (a
   // package planned before several images shared a GEMM holds one).
   const uint64_t rowBytes = static_cast<uint64_t>(std::max<int64_t>(c.oh * c.ow, 1)) * dtypeSize(dtype);

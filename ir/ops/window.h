@@ -65,4 +65,21 @@ struct ClippedWindow {
 };
 ClippedWindow clippedWindow(int64_t o, int64_t stride, int64_t kernel, int64_t padBegin, int64_t padEnd, int64_t in);
 
+// A 1x1 NCHW convolution at stride 1 without padding reads each output
+// pixel's inputs at the same place of every plane, so it computes the same
+// whatever rows its planes are cut into. Plans give it rows of this many
+// output rows joined (codegen/plan/plan_builder.cpp), the fewest that make
+// kPointwiseRowPixels pixels and divide the height, so that small planes
+// (a MobileNet's 14x14 and 7x7) still fill vector registers: a target's
+// generated direct convolution then computes them, about twice as fast as
+// im2col + GEMM there (bench/conv_layout_bench's mb.* probes). The layout
+// cost model (passes/layout_cost.h) prices the same rows.
+inline constexpr int64_t kPointwiseRowPixels = 64;
+inline int64_t pointwiseRowsJoined(int64_t oh, int64_t ow) {
+  if (oh <= 1 || ow >= kPointwiseRowPixels) return 1;
+  for (int64_t k = 2; k < oh; ++k)
+    if (oh % k == 0 && k * ow >= kPointwiseRowPixels) return k;
+  return oh;
+}
+
 }  // namespace kfuse::ops

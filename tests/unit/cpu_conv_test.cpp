@@ -1,4 +1,5 @@
-// The im2col convolutions (runtime/cpu_conv.h) in every direction and
+// The im2col convolutions (runtime/cpu_conv.h, and the depthwise plane
+// loops it sends NCHW depthwise convolutions to) in every direction and
 // layout, on shapes that split into tiles of output rows and blocks of
 // channels (exec/parallel.h's im2colSplit) and on shapes that do not: each
 // against a direct sum in double, and the same bits whether the units run
@@ -165,6 +166,13 @@ const Case kCases[] = {
     {"dw_nhwc_1x1_blocks", nhwc(spec(D::GradWeight, 2, 32, 9, 8, 1, 1, 0))},
     {"dw_nchw_small_images", spec(D::GradWeight, 8, 16, 6, 16, 3, 1, 1)},
     {"dw_nchw_depthwise", spec(D::GradWeight, 4, 16, 10, 16, 3, 1, 1, 16)},
+    // Depthwise in NCHW: plane loops (runtime/cpu_depthwise.h).
+    {"fwd_nchw_depthwise_stride2", spec(D::Forward, 2, 24, 15, 24, 3, 2, 1, 24), true},
+    {"fwd_nchw_depthwise_5x5_dilated", spec(D::Forward, 1, 8, 40, 8, 5, 1, 4, 8, 2), false},
+    {"dx_nchw_depthwise_stride2", spec(D::GradInput, 2, 24, 15, 24, 3, 2, 1, 24)},
+    {"dx_nchw_depthwise", spec(D::GradInput, 1, 16, 30, 16, 3, 1, 1, 16)},
+    {"dw_nchw_depthwise_stride2_dilated", spec(D::GradWeight, 3, 8, 17, 8, 3, 2, 2, 8, 2)},
+    {"dw_nhwc_depthwise", nhwc(spec(D::GradWeight, 2, 16, 10, 16, 3, 1, 1, 16))},
     // ... and of output channels where the inputs are too few (a first layer).
     {"dw_nchw_rgb_output_blocks", spec(D::GradWeight, 2, 3, 20, 64, 7, 2, 3)},
     {"dw_nhwc_rgb_output_blocks", nhwc(spec(D::GradWeight, 2, 3, 20, 64, 7, 2, 3))},

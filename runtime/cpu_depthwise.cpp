@@ -1,0 +1,174 @@
+#include "runtime/cpu_depthwise.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "exec/parallel.h"
+
+namespace kfuse {
+namespace {
+
+// One channel's plane at a time, one filter tap at a time: each tap adds
+// its weight times a shifted (and, at stride 2, strided) window of the
+// input plane into the output rows it reaches, or the transpose of that
+// backward. A plane of a MobileNet (7x7 to 112x112) stays in L1 across its
+// nine taps; the loops along a row vectorise.
+template <typename T>
+struct Depthwise {
+  const ConvSpec& c;
+  int64_t plane, outPlane, taps;
+
+  explicit Depthwise(const ConvSpec& s) : c(s), plane(s.h * s.wd), outPlane(s.oh * s.ow), taps(s.kh * s.kw) {}
+
+  // The output columns ox whose input column ox * stride + off lies inside
+  // the image: [lo, hi).
+  std::pair<int64_t, int64_t> validColumns(int64_t off) const {
+    int64_t lo = 0;
+    while (lo < c.ow && lo * c.strideW + off < 0) ++lo;
+    int64_t hi = c.ow;
+    while (hi > lo && (hi - 1) * c.strideW + off >= c.wd) --hi;
+    return {lo, hi};
+  }
+  // Calls f(oy, iy, ox0, ox1, ixOfOx0) for every output row in [oy0, oy1)
+  // and tap (ky, kx) whose input row is inside the image.
+  template <typename F>
+  void forTapRows(int64_t ky, int64_t kx, int64_t oy0, int64_t oy1, F f) const {
+    const int64_t off = kx * c.dilW - c.padLeft;
+    auto [lo, hi] = validColumns(off);
+    if (lo >= hi) return;
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      const int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+      if (iy >= 0 && iy < c.h) f(oy, iy, lo, hi, lo * c.strideW + off);
+    }
+  }
+
+  // y[n, ch, oy0:oy1, :] = bias + sum over taps, taps in (ky, kx) order.
+  void forward(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
+    if (c.strideH == 1 && c.strideW == 1) return forwardPadded(x, w, bias, y, n, oy0, oy1);
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      const T* in = x + (n * c.c + ch) * plane;
+      T* out = y + (n * c.c + ch) * outPlane;
+      std::fill(out + oy0 * c.ow, out + oy1 * c.ow, bias ? bias[ch] : T(0));
+      for (int64_t ky = 0; ky < c.kh; ++ky)
+        for (int64_t kx = 0; kx < c.kw; ++kx) {
+          const T wv = w[ch * taps + ky * c.kw + kx];
+          forTapRows(ky, kx, oy0, oy1, [&](int64_t oy, int64_t iy, int64_t lo, int64_t hi, int64_t ix) {
+            T* __restrict dst = out + oy * c.ow;
+            const T* __restrict src = in + iy * c.wd + ix - lo * c.strideW;
+            if (c.strideW == 1)
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += wv * src[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += wv * src[ox * c.strideW];
+          });
+        }
+    }
+  }
+
+  // Stride 1: the rows the tile reads, copied into a zero-padded block of
+  // rows `pitch` = ow + the filter's width apart, make every tap one run
+  // over the whole block (output pixel i reads block element i + ky * dilH
+  // * pitch + kx * dilW): nine long vector loops a channel instead of a
+  // short loop per row and tap, which on 14-pixel rows cost more than the
+  // arithmetic. The columns past ow are computed and dropped.
+  void forwardPadded(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
+    const int64_t spanW = c.dilW * (c.kw - 1), spanH = c.dilH * (c.kh - 1), pitch = c.ow + spanW;
+    const int64_t rows = oy1 - oy0, blockRows = rows + spanH, outSize = rows * pitch;
+    thread_local std::vector<T> block, acc;
+    block.assign(static_cast<size_t>(blockRows * pitch + spanW), T(0));
+    acc.resize(static_cast<size_t>(outSize));
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      const T* in = x + (n * c.c + ch) * plane;
+      for (int64_t r = 0; r < blockRows; ++r) {
+        const int64_t iy = oy0 - c.padTop + r;
+        if (iy < 0 || iy >= c.h) continue;  // stays zero (every channel's)
+        const int64_t from = std::max<int64_t>(c.padLeft, 0), to = std::min<int64_t>(pitch, c.wd + c.padLeft);
+        if (from < to) std::copy(in + iy * c.wd + from - c.padLeft, in + iy * c.wd + to - c.padLeft, block.data() + r * pitch + from);
+      }
+      T* __restrict a = acc.data();
+      std::fill(a, a + outSize, bias ? bias[ch] : T(0));
+      for (int64_t ky = 0; ky < c.kh; ++ky)
+        for (int64_t kx = 0; kx < c.kw; ++kx) {
+          const T wv = w[ch * taps + ky * c.kw + kx];
+          const T* __restrict src = block.data() + ky * c.dilH * pitch + kx * c.dilW;
+          for (int64_t i = 0; i < outSize; ++i) a[i] += wv * src[i];
+        }
+      T* out = y + (n * c.c + ch) * outPlane + oy0 * c.ow;
+      for (int64_t r = 0; r < rows; ++r) std::copy(a + r * pitch, a + r * pitch + c.ow, out + r * c.ow);
+    }
+  }
+
+  // dx[n] = every tap's weight times dy, added back where the tap read.
+  void gradInput(const T* dy, const T* w, T* dx, int64_t n) const {
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      const T* g = dy + (n * c.c + ch) * outPlane;
+      T* in = dx + (n * c.c + ch) * plane;
+      std::fill(in, in + plane, T(0));
+      for (int64_t ky = 0; ky < c.kh; ++ky)
+        for (int64_t kx = 0; kx < c.kw; ++kx) {
+          const T wv = w[ch * taps + ky * c.kw + kx];
+          forTapRows(ky, kx, 0, c.oh, [&](int64_t oy, int64_t iy, int64_t lo, int64_t hi, int64_t ix) {
+            const T* __restrict src = g + oy * c.ow;
+            T* __restrict dst = in + iy * c.wd + ix - lo * c.strideW;
+            if (c.strideW == 1)
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += wv * src[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) dst[ox * c.strideW] += wv * src[ox];
+          });
+        }
+    }
+  }
+
+  // dw[ch] = for each tap, the sum over images and output pixels of dy
+  // times the input the tap read, in that order.
+  void gradWeight(const T* dy, const T* x, T* dw, int64_t ch) const {
+    for (int64_t ky = 0; ky < c.kh; ++ky)
+      for (int64_t kx = 0; kx < c.kw; ++kx) {
+        T sum = 0;
+        for (int64_t n = 0; n < c.n; ++n) {
+          const T* g = dy + (n * c.c + ch) * outPlane;
+          const T* in = x + (n * c.c + ch) * plane;
+          forTapRows(ky, kx, 0, c.oh, [&](int64_t oy, int64_t iy, int64_t lo, int64_t hi, int64_t ix) {
+            const T* src = in + iy * c.wd + ix - lo * c.strideW;
+            const T* row = g + oy * c.ow;
+            for (int64_t ox = lo; ox < hi; ++ox) sum += row[ox] * src[ox * c.strideW];
+          });
+        }
+        dw[ch * taps + ky * c.kw + kx] = sum;
+      }
+  }
+
+  // Units as exec/parallel.h's im2colConvWork gives them for this spec:
+  // forward (image, tile of rows), backward to the input images, to the
+  // weights channels.
+  void run(const ConvBuffers& b, int64_t begin, int64_t end) const {
+    auto p = [](std::byte* q) { return reinterpret_cast<T*>(q); };
+    const Im2colSplit split = im2colSplit(c);
+    for (int64_t u = begin; u < end; ++u) {
+      switch (c.direction) {
+        case ConvDirection::Forward: {
+          const int64_t t = u % split.tiles, oy0 = t * split.tileRows;
+          forward(p(b.x), p(b.w), p(b.bias), p(b.y), u / split.tiles, oy0, std::min(c.oh, oy0 + split.tileRows));
+          break;
+        }
+        case ConvDirection::GradInput: gradInput(p(b.y), p(b.w), p(b.x), u); break;
+        case ConvDirection::GradWeight: gradWeight(p(b.y), p(b.x), p(b.w), u); break;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+bool depthwiseRuns(const ConvSpec& c) {
+  return !c.channelsLast && c.groups > 1 && c.c == c.groups && c.o == c.groups;
+}
+
+void runDepthwise(const ConvSpec& c, DType dtype, const ConvBuffers& buffers, int64_t begin, int64_t end) {
+  if (dtype == DType::F32)
+    Depthwise<float>(c).run(buffers, begin, end);
+  else
+    Depthwise<double>(c).run(buffers, begin, end);
+}
+
+}  // namespace kfuse
