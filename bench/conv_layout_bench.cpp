@@ -79,6 +79,12 @@ std::vector<Shape> shapes(bool probes) {
   s.push_back({"p.48x64", 1, 64, 48, 48, 64, 3, 1, 1, 1, 1});
   s.push_back({"p.44x64", 1, 64, 44, 44, 64, 3, 1, 1, 1, 1});
   s.push_back({"p.30x32", 1, 32, 30, 30, 32, 3, 1, 1, 1, 1});
+  // Depthwise convolutions of MobileNetV2's training benchmark (batch 16,
+  // 64x64 images) and of its inference at 224x224 (runtime/cpu_depthwise).
+  s.push_back({"mb.dw32.b16", 16, 96, 32, 32, 96, 3, 1, 1, 96, 1});
+  s.push_back({"mb.dw32s2.b16", 16, 144, 32, 32, 144, 3, 2, 1, 144, 1});
+  s.push_back({"mb.dw14", 1, 384, 14, 14, 384, 3, 1, 1, 384, 1});
+  s.push_back({"mb.dw112s2", 1, 96, 112, 112, 96, 3, 2, 1, 96, 1});
   // MobileNetV2's pointwise convolutions at batch 1 on 14x14 and 7x7, and
   // the same products as one row of 196 and 49 pixels (a 1x1 convolution
   // at stride 1 without padding does not care how its pixels are rowed).

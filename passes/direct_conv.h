@@ -8,10 +8,13 @@
 
 namespace kfuse {
 
-// The generated code computes NCHW convolutions with unit horizontal stride:
-// each vector of its output block is a contiguous run of one output row, and
-// so is each vector of inputs a tap reads.
-inline bool directConvComputes(bool channelsLast, int64_t strideW) { return !channelsLast && strideW == 1; }
+// The generated code computes NCHW convolutions with horizontal stride 1 or
+// 2: each vector of its output block is a contiguous run of one output row,
+// and each vector of inputs a tap reads is a contiguous run of an input row
+// (stride 1) or the even elements of two (stride 2).
+inline bool directConvComputes(bool channelsLast, int64_t strideW) {
+  return !channelsLast && (strideW == 1 || strideW == 2);
+}
 
 // And pays where output rows of `ow` pixels take more than one `lanes`-wide
 // vector and fill at least three quarters of the lanes they take. A 7-pixel

@@ -45,7 +45,13 @@ struct Depthwise {
 
   // y[n, ch, oy0:oy1, :] = bias + sum over taps, taps in (ky, kx) order.
   void forward(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
-    if (c.strideH == 1 && c.strideW == 1) return forwardPadded(x, w, bias, y, n, oy0, oy1);
+    if (c.kh == c.kw && c.strideH == c.strideW && c.dilH == 1 && c.dilW == 1) {
+      const int64_t k = c.kh, st = c.strideH;
+      if (k == 3 && st == 1) return forwardBlock<3, 1>(x, w, bias, y, n, oy0, oy1);
+      if (k == 3 && st == 2) return forwardBlock<3, 2>(x, w, bias, y, n, oy0, oy1);
+      if (k == 5 && st == 1) return forwardBlock<5, 1>(x, w, bias, y, n, oy0, oy1);
+      if (k == 5 && st == 2) return forwardBlock<5, 2>(x, w, bias, y, n, oy0, oy1);
+    }
     for (int64_t ch = 0; ch < c.c; ++ch) {
       const T* in = x + (n * c.c + ch) * plane;
       T* out = y + (n * c.c + ch) * outPlane;
@@ -65,36 +71,39 @@ struct Depthwise {
     }
   }
 
-  // Stride 1: the rows the tile reads, copied into a zero-padded block of
-  // rows `pitch` = ow + the filter's width apart, make every tap one run
-  // over the whole block (output pixel i reads block element i + ky * dilH
-  // * pitch + kx * dilW): nine long vector loops a channel instead of a
-  // short loop per row and tap, which on 14-pixel rows cost more than the
-  // arithmetic. The columns past ow are computed and dropped.
-  void forwardPadded(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
-    const int64_t spanW = c.dilW * (c.kw - 1), spanH = c.dilH * (c.kh - 1), pitch = c.ow + spanW;
-    const int64_t rows = oy1 - oy0, blockRows = rows + spanH, outSize = rows * pitch;
-    thread_local std::vector<T> block, acc;
-    block.assign(static_cast<size_t>(blockRows * pitch + spanW), T(0));
-    acc.resize(static_cast<size_t>(outSize));
+  // The common filters (3x3 and 5x5, stride 1 or 2, undilated): the input
+  // rows a tile reads, copied into a zero-padded block `pitch` = (ow - 1) *
+  // stride + k wide, then each output pixel sums its k * k taps in
+  // registers (the tap loops unrolled, the pixel loop vectorised) and is
+  // stored once. A pass over the output per tap, or a short loop per row
+  // and tap, ran at a fifth of this.
+  template <int K, int S>
+  void forwardBlock(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
+    const int64_t pitch = (c.ow - 1) * S + K, rows = oy1 - oy0, blockRows = (rows - 1) * S + K;
+    thread_local std::vector<T> block;
+    block.assign(static_cast<size_t>(blockRows * pitch), T(0));
+    const int64_t from = std::max<int64_t>(c.padLeft, 0), to = std::min<int64_t>(pitch, c.wd + c.padLeft);
     for (int64_t ch = 0; ch < c.c; ++ch) {
       const T* in = x + (n * c.c + ch) * plane;
       for (int64_t r = 0; r < blockRows; ++r) {
-        const int64_t iy = oy0 - c.padTop + r;
-        if (iy < 0 || iy >= c.h) continue;  // stays zero (every channel's)
-        const int64_t from = std::max<int64_t>(c.padLeft, 0), to = std::min<int64_t>(pitch, c.wd + c.padLeft);
-        if (from < to) std::copy(in + iy * c.wd + from - c.padLeft, in + iy * c.wd + to - c.padLeft, block.data() + r * pitch + from);
+        const int64_t iy = oy0 * S - c.padTop + r;
+        if (iy >= 0 && iy < c.h && from < to)  // rows outside the image stay zero (every channel's)
+          std::copy(in + iy * c.wd + from - c.padLeft, in + iy * c.wd + to - c.padLeft, block.data() + r * pitch + from);
       }
-      T* __restrict a = acc.data();
-      std::fill(a, a + outSize, bias ? bias[ch] : T(0));
-      for (int64_t ky = 0; ky < c.kh; ++ky)
-        for (int64_t kx = 0; kx < c.kw; ++kx) {
-          const T wv = w[ch * taps + ky * c.kw + kx];
-          const T* __restrict src = block.data() + ky * c.dilH * pitch + kx * c.dilW;
-          for (int64_t i = 0; i < outSize; ++i) a[i] += wv * src[i];
-        }
+      T wk[K * K];
+      std::copy(w + ch * taps, w + ch * taps + K * K, wk);
+      const T b = bias ? bias[ch] : T(0);
       T* out = y + (n * c.c + ch) * outPlane + oy0 * c.ow;
-      for (int64_t r = 0; r < rows; ++r) std::copy(a + r * pitch, a + r * pitch + c.ow, out + r * c.ow);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* base = block.data() + r * S * pitch;
+        T* __restrict o = out + r * c.ow;
+        for (int64_t ox = 0; ox < c.ow; ++ox) {
+          T sum = b;
+          for (int ky = 0; ky < K; ++ky)
+            for (int kx = 0; kx < K; ++kx) sum += wk[ky * K + kx] * base[ky * pitch + ox * S + kx];
+          o[ox] = sum;
+        }
+      }
     }
   }
 

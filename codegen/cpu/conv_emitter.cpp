@@ -34,9 +34,12 @@ class ConvEmitter {
  private:
   int64_t tapOffset(int64_t kx) const { return kx * c_.dilW - c_.padLeft; }
   std::vector<ColumnBlock> columnBlocks() const;
+  // Whether output column ox reads an input column inside the image at tap kx.
   bool laneReads(int64_t ox, int64_t kx) const {
-    return ox < c_.ow && ox + tapOffset(kx) >= 0 && ox + tapOffset(kx) < c_.wd;
+    const int64_t ix = ox * c_.strideW + tapOffset(kx);
+    return ox < c_.ow && ix >= 0 && ix < c_.wd;
   }
+  Value* loadInputs(Value* rowStart, Value* ox0, int p, int64_t first, int64_t kx, bool clean);
 
   Value* i64(int64_t v) { return code_.i64(v); }
   Value* weightIndex(Value* o, Value* ci, Value* ky, int64_t kx);
@@ -168,14 +171,8 @@ void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, 
     Value* rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(plane, i64(c_.h)), iy), i64(c_.wd));
     for (int64_t kx = 0; kx < c_.kw; ++kx) {
       std::vector<Value*> in(static_cast<size_t>(blk.vectors), nullptr);
-      for (int p = 0; p < blk.vectors; ++p) {
-        const int64_t first = blk.ox0 + int64_t{p} * t_.lanes;
-        llvm::Constant* m = blk.clean ? code_.mask([](int64_t) { return true; })
-                                      : code_.mask([&](int64_t l) { return laneReads(first + l, kx); });
-        if (m->isNullValue()) continue;  // every lane reads padding
-        Value* ptr = code_.vectorAt(x_, b_.CreateAdd(rowStart, b_.CreateAdd(ox0, i64(int64_t{p} * t_.lanes + tapOffset(kx)))));
-        in[static_cast<size_t>(p)] = code_.load(ptr, m);
-      }
+      for (int p = 0; p < blk.vectors; ++p)
+        in[static_cast<size_t>(p)] = loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * t_.lanes, kx, blk.clean);
       for (int co = 0; co < channels; ++co) {
         Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, ky, kx)));
         for (int p = 0; p < blk.vectors; ++p)
@@ -183,6 +180,35 @@ void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, 
       }
     }
   });
+}
+
+// The inputs tap kx reads for vector p of a block (its first copy's first
+// output column `first`), zero where they are padding; null when every lane
+// reads padding. Stride 1: one (masked) load. Stride 2: the two vectors that
+// cover the lanes' inputs, and their even elements; of a clean block every
+// element but the last of the second vector lies inside the image (each is
+// followed by one a lane reads), so the loads need no mask there.
+Value* ConvEmitter::loadInputs(Value* rowStart, Value* ox0, int p, int64_t first, int64_t kx, bool clean) {
+  const int64_t lanes = t_.lanes, stride = c_.strideW;
+  Value* column = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(ox0, i64(int64_t{p} * lanes)), i64(stride)), i64(tapOffset(kx)));
+  Value* at = b_.CreateAdd(rowStart, column);
+  if (stride == 1) {
+    llvm::Constant* m = clean ? code_.mask([](int64_t) { return true; })
+                              : code_.mask([&](int64_t l) { return laneReads(first + l, kx); });
+    return m->isNullValue() ? nullptr : code_.load(code_.vectorAt(x_, at), m);
+  }
+  // Element e of the 2 * lanes the two vectors cover is lane e / 2's input
+  // when e is even.
+  auto needed = [&](int64_t e) { return e % 2 == 0 && laneReads(first + e / 2, kx); };
+  llvm::Constant* m0 = clean ? code_.mask([](int64_t) { return true; }) : code_.mask([&](int64_t e) { return needed(e); });
+  llvm::Constant* m1 = clean ? code_.mask([&](int64_t e) { return e != lanes - 1; })
+                             : code_.mask([&](int64_t e) { return needed(lanes + e); });
+  if (m0->isNullValue() && m1->isNullValue()) return nullptr;
+  Value* v0 = code_.load(code_.vectorAt(x_, at), m0);
+  Value* v1 = code_.load(code_.vectorAt(x_, b_.CreateAdd(at, i64(lanes))), m1);
+  std::vector<int> even;
+  for (int64_t l = 0; l < lanes; ++l) even.push_back(static_cast<int>(2 * l));
+  return b_.CreateShuffleVector(v0, v1, even);
 }
 
 }  // namespace

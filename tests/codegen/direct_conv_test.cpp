@@ -69,7 +69,7 @@ const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 6}, {8, 2, 4}, {4, 2, 3},
 
 std::string tilingName(const cpu::ConvTiling& t) { return str(t.channels, "x", t.vectors, "x", t.lanes); }
 
-// The op cases' convolutions (f32, NCHW, unit horizontal stride): padding on
+// The op cases' convolutions (f32, NCHW, horizontal stride 1 or 2): padding on
 // every side, dilation, groups, depthwise, 1x1, OHWI filters, pads wider
 // than the kernel, vertical strides.
 TEST(DirectConv, EveryOpCaseConvolutionMatchesTheInterpreter) {
@@ -86,7 +86,7 @@ TEST(DirectConv, EveryOpCaseConvolutionMatchesTheInterpreter) {
     }
     ++checked;
   }
-  // Those that are not: NHWC, f64, f16 storage, horizontal strides.
+  // Those that are not: NHWC, f64, f16 storage, horizontal strides above 2.
   EXPECT_GE(checked, 12);
 }
 
@@ -110,6 +110,26 @@ TEST(DirectConv, WideRowsMatchTheInterpreter) {
       R"(module @m {
   func @main(%x: f32[1,3,4,40], %w: f32[5,3,3,3]#ohwi, %b: f32[5]) -> (f32[1,5,2,38]) {
     %y = conv2d %x, %w, %b : f32[1,5,2,38]
+    return %y
+  }
+})",
+      // Horizontal stride 2: each tap's inputs the even elements of two
+      // vectors, masked at both padding edges and past the row's end.
+      R"(module @m {
+  func @main(%x: f32[1,3,6,75], %w: f32[7,3,3,3], %b: f32[7]) -> (f32[1,7,3,38]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,7,3,38]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,8,9,33], %w: f32[8,1,5,5]) -> (f32[2,8,5,17]) {
+    %y = conv2d %x, %w {pads = [2, 2, 2, 2], strides = [2, 2], groups = 8} : f32[2,8,5,17]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,2,5,45], %w: f32[4,2,3,3]) -> (f32[1,4,3,23]) {
+    %y = conv2d %x, %w {pads = [0, 2, 0, 2], strides = [1, 2], dilations = [1, 2]} : f32[1,4,3,23]
     return %y
   }
 })",
@@ -144,6 +164,8 @@ TEST(DirectConv, RunsWhereItsVectorsAreFull) {
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(32), DType::F64, avx512));
   ConvSpec strided = nchw3x3(32);
   strided.strideW = 2;
+  EXPECT_TRUE(cpu::directConvSupports(strided));
+  strided.strideW = 3;
   EXPECT_FALSE(cpu::directConvSupports(strided));
   ConvSpec nhwc = nchw3x3(32);
   nhwc.channelsLast = true;
@@ -172,7 +194,7 @@ TEST(DirectConv, GeneratesVectorCodeForEachLevel) {
 
 TEST(DirectConv, RefusesWhatItCannotCompute) {
   ConvSpec strided = nchw3x3(32);
-  strided.strideW = 2;
+  strided.strideW = 3;
   cpu::DirectConv conv{"strided", strided, {8, 2, 4}};
   auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
   ASSERT_FALSE(compiled);
