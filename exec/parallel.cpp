@@ -95,6 +95,30 @@ Im2colSplit im2colSplit(const ConvSpec& c) {
   return s;
 }
 
+GemmSplit blasGemmSplit(const GemmSpec& g) {
+  // Blocks of at least 128 columns (a multiple of 32), and only for
+  // products of 8 MFLOP or more: a smaller one repacks A more than it gains.
+  constexpr int64_t kLeastColumns = 128, kColumnMultiple = 32;
+  constexpr double kLeastFlops = 8e6;
+  GemmSplit s;
+  s.columns = g.n;
+  const int64_t matrices = numElements(g.batch);
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  if (matrices >= kIm2colMinUnits || flops < kLeastFlops || g.n < 2 * kLeastColumns) return s;
+  const int64_t want = (kIm2colMinUnits + matrices - 1) / std::max<int64_t>(matrices, 1);
+  int64_t columns = (g.n + want - 1) / want;
+  columns = std::max(kLeastColumns, (columns + kColumnMultiple - 1) / kColumnMultiple * kColumnMultiple);
+  s.columns = columns;
+  s.blocks = (g.n + columns - 1) / columns;
+  return s;
+}
+
+Work blasGemmWork(const GemmSpec& g) {
+  const double flops = 2.0 * static_cast<double>(numElements(g.batch)) * static_cast<double>(g.m) *
+                       static_cast<double>(g.n) * static_cast<double>(g.k);
+  return Work{numElements(g.batch) * blasGemmSplit(g).blocks, 1, flops};
+}
+
 int64_t im2colImagesPerGemm(const ConvSpec& c) {
   constexpr int64_t kColumns = 128;
   const int64_t pixels = std::max<int64_t>(c.oh * c.ow, 1);

@@ -88,6 +88,19 @@ int64_t im2colImagesPerGemm(const ConvSpec& c);
 // gradients the GEMM writes or reads.
 int64_t im2colWorkspaceRows(const ConvSpec& c, int64_t images);
 
+// A BLAS GEMM step's units (runtime/cpu_runner.cpp): its matrices, each
+// cut, when the matrices are fewer than kIm2colMinUnits and the product is
+// large, into blocks of `columns` columns of C (B's columns, or rows when
+// transposed), so that one large GEMM (a language model's head, a training
+// step's linear layers) spreads over threads. Each unit is one BLAS call of
+// a fixed shape: OpenBLAS's result for a column may depend on which
+// columns it is computed with, never on the calls around it.
+struct GemmSplit {
+  int64_t columns = 0, blocks = 1;
+};
+GemmSplit blasGemmSplit(const GemmSpec& g);
+Work blasGemmWork(const GemmSpec& g);
+
 // Below this cost a function runs on one thread: waking the others costs
 // more than the work (a few microseconds).
 inline constexpr double kMinParallelCost = 32768;

@@ -124,15 +124,7 @@ struct Conv {
     im2colPixels(x, n, g, p, col);
   }
 
-  // The output columns ox whose input column ox * stride + off lies inside
-  // the image: [lo, hi).
-  std::pair<int64_t, int64_t> validColumns(int64_t off) const {
-    int64_t lo = 0;
-    while (lo < c.ow && lo * c.strideW + off < 0) ++lo;
-    int64_t hi = c.ow;
-    while (hi > lo && (hi - 1) * c.strideW + off >= c.wd) --hi;
-    return {lo, hi};
-  }
+  std::pair<int64_t, int64_t> validColumns(int64_t off) const { return validOutputColumns(c, off); }
 
   // NCHW: one col row per (channel, tap) holds a strided window of one input
   // plane, copied a row of the output at a time (a memcpy at stride 1), with
@@ -556,6 +548,14 @@ void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffe
     Conv<float>(c, blas).run(buffers, reinterpret_cast<float*>(workspace), begin, end, batch);
   else
     Conv<double>(c, blas).run(buffers, reinterpret_cast<double*>(workspace), begin, end, batch);
+}
+
+std::pair<int64_t, int64_t> validOutputColumns(const ConvSpec& c, int64_t off) {
+  int64_t lo = 0;
+  while (lo < c.ow && lo * c.strideW + off < 0) ++lo;
+  int64_t hi = c.ow;
+  while (hi > lo && (hi - 1) * c.strideW + off >= c.wd) --hi;
+  return {lo, hi};
 }
 
 std::vector<uint64_t> convScratchSlots(const Plan& plan, int threads) {

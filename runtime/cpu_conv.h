@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -32,6 +33,10 @@ struct ConvBuffers {
 // itself, and covers fewer images per GEMM when the workspace holds fewer.
 void runConv2d(const Blas& blas, const ConvSpec& c, DType dtype, const ConvBuffers& buffers, std::byte* workspace,
                uint64_t workspaceBytes, int64_t begin, int64_t end);
+
+// The output columns ox of `c` whose input column ox * c.strideW + off
+// lies inside the image: [lo, hi).
+std::pair<int64_t, int64_t> validOutputColumns(const ConvSpec& c, int64_t off);
 
 // The patch matrices a runner with `threads` threads holds beside the plan
 // for its im2col convolutions (the Conv steps with a workspace): one per

@@ -9,11 +9,12 @@
 namespace kfuse {
 namespace {
 
-// One channel's plane at a time, one filter tap at a time: each tap adds
-// its weight times a shifted (and, at stride 2, strided) window of the
-// input plane into the output rows it reaches, or the transpose of that
-// backward. A plane of a MobileNet (7x7 to 112x112) stays in L1 across its
-// nine taps; the loops along a row vectorise.
+// One channel's plane at a time. Forward with the common filters
+// (forwardBlock), each output pixel sums its taps in registers; otherwise,
+// and backward, one filter tap at a time: each tap adds its weight times a
+// shifted (and, at stride 2, strided) window of the input plane into the
+// output rows it reaches, or the transpose of that. A plane of a MobileNet
+// (7x7 to 112x112) stays in L1 across its taps.
 template <typename T>
 struct Depthwise {
   const ConvSpec& c;
@@ -21,21 +22,12 @@ struct Depthwise {
 
   explicit Depthwise(const ConvSpec& s) : c(s), plane(s.h * s.wd), outPlane(s.oh * s.ow), taps(s.kh * s.kw) {}
 
-  // The output columns ox whose input column ox * stride + off lies inside
-  // the image: [lo, hi).
-  std::pair<int64_t, int64_t> validColumns(int64_t off) const {
-    int64_t lo = 0;
-    while (lo < c.ow && lo * c.strideW + off < 0) ++lo;
-    int64_t hi = c.ow;
-    while (hi > lo && (hi - 1) * c.strideW + off >= c.wd) --hi;
-    return {lo, hi};
-  }
   // Calls f(oy, iy, ox0, ox1, ixOfOx0) for every output row in [oy0, oy1)
   // and tap (ky, kx) whose input row is inside the image.
   template <typename F>
   void forTapRows(int64_t ky, int64_t kx, int64_t oy0, int64_t oy1, F f) const {
     const int64_t off = kx * c.dilW - c.padLeft;
-    auto [lo, hi] = validColumns(off);
+    auto [lo, hi] = validOutputColumns(c, off);
     if (lo >= hi) return;
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       const int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;

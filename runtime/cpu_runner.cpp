@@ -170,16 +170,16 @@ namespace {
 
 using Pointers = std::vector<std::byte*>;
 
-// A batch of GEMMs splits by matrices, each one BLAS call on one thread; a
-// single GEMM runs on one (runtime/blas.h says why).
+// A GEMM step splits by matrices and, where they are few, by blocks of
+// columns (exec/parallel.h's blasGemmSplit), each unit one BLAS call on one
+// thread (runtime/blas.h says why).
 void gemm(const Blas& blas, int threads, const GemmSpec& g, DType dt, const Pointers& ptr) {
-  int64_t batches = numElements(g.batch);
   // BLAS rejects leading dimensions below 1, even for empty matrices.
   auto ld = [](int64_t d) { return static_cast<int>(std::max<int64_t>(d, 1)); };
   int lda = ld(g.transA ? g.m : g.k), ldb = ld(g.transB ? g.k : g.n), ldc = ld(g.n);
   auto ta = g.transA ? CblasTrans : CblasNoTrans, tb = g.transB ? CblasTrans : CblasNoTrans;
-  auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  if (m == 0 || n == 0) return;
+  auto m = static_cast<int>(g.m), k = static_cast<int>(g.k);
+  if (m == 0 || g.n == 0) return;
   // Matrix bi's offsets: its batch index, decomposed row-major.
   auto offsets = [&](int64_t bi) {
     int64_t ao = 0, bo = 0, co = 0;
@@ -192,24 +192,31 @@ void gemm(const Blas& blas, int threads, const GemmSpec& g, DType dt, const Poin
     }
     return std::array<int64_t, 3>{ao, bo, co};
   };
-  auto one = [&](int64_t bi) {
-    auto [ao, bo, co] = offsets(bi);
+  // Unit u: matrix u / blocks, columns of C [j0, j0 + width) (exec/parallel.h's
+  // blasGemmSplit): B's columns from j0, or its rows when transposed.
+  const GemmSplit split = blasGemmSplit(g);
+  auto one = [&](int64_t u) {
+    auto [ao, bo, co] = offsets(u / split.blocks);
+    const int64_t j0 = u % split.blocks * split.columns;
+    const int width = static_cast<int>(std::min<int64_t>(split.columns, g.n - j0));
+    bo += g.transB ? j0 * ldb : j0;
+    co += j0;
     if (dt == DType::F32) {
       auto* a = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.a)]) + ao;
       auto* b = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.b)]) + bo;
       auto* c = reinterpret_cast<float*>(ptr[static_cast<size_t>(g.c)]) + co;
-      blas.sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+      blas.sgemm(CblasRowMajor, ta, tb, m, width, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     } else {
       auto* a = reinterpret_cast<const double*>(ptr[static_cast<size_t>(g.a)]) + ao;
       auto* b = reinterpret_cast<const double*>(ptr[static_cast<size_t>(g.b)]) + bo;
       auto* c = reinterpret_cast<double*>(ptr[static_cast<size_t>(g.c)]) + co;
-      blas.dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+      blas.dgemm(CblasRowMajor, ta, tb, m, width, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
     }
   };
-  if (batches == 1) return one(0);
-  Work w{batches, 1, 2.0 * static_cast<double>(batches) * m * static_cast<double>(n) * k};
-  runChunks(chunksOf(w, threads), [&](int64_t b0, int64_t b1) {
-    for (int64_t bi = b0; bi < b1; ++bi) one(bi);
+  const Work w = blasGemmWork(g);
+  if (w.units == 1) return one(0);
+  runChunks(chunksOf(w, threads), [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) one(u);
   });
 }
 
