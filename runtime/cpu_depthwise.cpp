@@ -121,20 +121,30 @@ struct Depthwise {
   }
 
   // dw[ch] = for each tap, the sum over images and output pixels of dy
-  // times the input the tap read, in that order.
+  // times the input the tap read: a partial sum per output column (over the
+  // images and rows, in order), then the columns' in order. One running sum
+  // ran scalar (a float sum cannot be reordered); the columns' partial sums
+  // vectorise along the row.
   void gradWeight(const T* dy, const T* x, T* dw, int64_t ch) const {
+    thread_local std::vector<T> partial;
     for (int64_t ky = 0; ky < c.kh; ++ky)
       for (int64_t kx = 0; kx < c.kw; ++kx) {
-        T sum = 0;
+        partial.assign(static_cast<size_t>(c.ow), T(0));
+        T* __restrict acc = partial.data();
         for (int64_t n = 0; n < c.n; ++n) {
           const T* g = dy + (n * c.c + ch) * outPlane;
           const T* in = x + (n * c.c + ch) * plane;
           forTapRows(ky, kx, 0, c.oh, [&](int64_t oy, int64_t iy, int64_t lo, int64_t hi, int64_t ix) {
-            const T* src = in + iy * c.wd + ix - lo * c.strideW;
-            const T* row = g + oy * c.ow;
-            for (int64_t ox = lo; ox < hi; ++ox) sum += row[ox] * src[ox * c.strideW];
+            const T* __restrict src = in + iy * c.wd + ix - lo * c.strideW;
+            const T* __restrict row = g + oy * c.ow;
+            if (c.strideW == 1)
+              for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += row[ox] * src[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += row[ox] * src[ox * c.strideW];
           });
         }
+        T sum = 0;
+        for (int64_t ox = 0; ox < c.ow; ++ox) sum += acc[ox];
         dw[ch * taps + ky * c.kw + kx] = sum;
       }
   }
