@@ -10,8 +10,9 @@ namespace kfuse {
 namespace {
 
 // One channel's plane at a time. Forward with the common filters
-// (forwardBlock), each output pixel sums its taps in registers; otherwise,
-// and backward, one filter tap at a time: each tap adds its weight times a
+// (forwardBlock), and backward to the input at stride 1 (gradInputBlock),
+// each output pixel sums its taps in registers; otherwise one filter tap
+// at a time: each tap adds its weight times a
 // shifted (and, at stride 2, strided) window of the input plane into the
 // output rows it reaches, or the transpose of that. A plane of a MobileNet
 // (7x7 to 112x112) stays in L1 across its taps.
@@ -84,23 +85,57 @@ struct Depthwise {
       }
       T wk[K * K];
       std::copy(w + ch * taps, w + ch * taps + K * K, wk);
-      const T b = bias ? bias[ch] : T(0);
-      T* out = y + (n * c.c + ch) * outPlane + oy0 * c.ow;
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* base = block.data() + r * S * pitch;
-        T* __restrict o = out + r * c.ow;
-        for (int64_t ox = 0; ox < c.ow; ++ox) {
-          T sum = b;
-          for (int ky = 0; ky < K; ++ky)
-            for (int kx = 0; kx < K; ++kx) sum += wk[ky * K + kx] * base[ky * pitch + ox * S + kx];
-          o[ox] = sum;
-        }
+      sumTaps<K, S>(block.data(), pitch, wk, bias ? bias[ch] : T(0), y + (n * c.c + ch) * outPlane + oy0 * c.ow, rows,
+                    c.ow);
+    }
+  }
+
+  // out[r, ox] = b + sum over taps of wk[ky, kx] * block[r * S + ky, ox * S + kx],
+  // rows of `width` pixels; block rows `pitch` apart.
+  template <int K, int S>
+  static void sumTaps(const T* block, int64_t pitch, const T* wk, T b, T* out, int64_t rows, int64_t width) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* base = block + r * S * pitch;
+      T* __restrict o = out + r * width;
+      for (int64_t ox = 0; ox < width; ++ox) {
+        T sum = b;
+        for (int ky = 0; ky < K; ++ky)
+          for (int kx = 0; kx < K; ++kx) sum += wk[ky * K + kx] * base[ky * pitch + ox * S + kx];
+        o[ox] = sum;
       }
+    }
+  }
+
+  // dx at stride 1 (3x3, 5x5, undilated): a forward convolution of dy,
+  // zero-padded by the filter's reach, with the filter turned by half a
+  // turn: dx[iy, ix] = sum of w[K-1-a, K-1-b] * block[iy + a, ix + b], block
+  // row r and column q holding dy[r - (K-1-padTop), q - (K-1-padLeft)].
+  template <int K>
+  void gradInputBlock(const T* dy, const T* w, T* dx, int64_t n) const {
+    const int64_t pitch = c.wd + K - 1, blockRows = c.h + K - 1;
+    const int64_t top = K - 1 - c.padTop, left = K - 1 - c.padLeft;
+    thread_local std::vector<T> block;
+    block.assign(static_cast<size_t>(blockRows * pitch), T(0));
+    const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, c.ow + left);
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      const T* g = dy + (n * c.c + ch) * outPlane;
+      for (int64_t r = 0; r < blockRows; ++r) {
+        const int64_t oy = r - top;
+        if (oy >= 0 && oy < c.oh && from < to)  // rows outside dy stay zero (every channel's)
+          std::copy(g + oy * c.ow + from - left, g + oy * c.ow + to - left, block.data() + r * pitch + from);
+      }
+      T wk[K * K];
+      for (int a = 0; a < K * K; ++a) wk[a] = w[ch * taps + K * K - 1 - a];
+      sumTaps<K, 1>(block.data(), pitch, wk, T(0), dx + (n * c.c + ch) * plane, c.h, c.wd);
     }
   }
 
   // dx[n] = every tap's weight times dy, added back where the tap read.
   void gradInput(const T* dy, const T* w, T* dx, int64_t n) const {
+    if (c.kh == c.kw && c.strideH == 1 && c.strideW == 1 && c.dilH == 1 && c.dilW == 1 && c.oh + c.kh - 1 >= 1) {
+      if (c.kh == 3) return gradInputBlock<3>(dy, w, dx, n);
+      if (c.kh == 5) return gradInputBlock<5>(dy, w, dx, n);
+    }
     for (int64_t ch = 0; ch < c.c; ++ch) {
       const T* g = dy + (n * c.c + ch) * outPlane;
       T* in = dx + (n * c.c + ch) * plane;

@@ -171,6 +171,8 @@ const Case kCases[] = {
     {"fwd_nchw_depthwise_5x5_dilated", spec(D::Forward, 1, 8, 40, 8, 5, 1, 4, 8, 2), false},
     {"dx_nchw_depthwise_stride2", spec(D::GradInput, 2, 24, 15, 24, 3, 2, 1, 24)},
     {"dx_nchw_depthwise", spec(D::GradInput, 1, 16, 30, 16, 3, 1, 1, 16)},
+    {"dx_nchw_depthwise_5x5_unpadded", spec(D::GradInput, 2, 8, 12, 8, 5, 1, 0, 8)},
+    {"dx_nchw_depthwise_pads_past_the_filter", spec(D::GradInput, 1, 8, 9, 8, 3, 1, 3, 8)},
     {"dw_nchw_depthwise_stride2_dilated", spec(D::GradWeight, 3, 8, 17, 8, 3, 2, 2, 8, 2)},
     {"dw_nhwc_depthwise", nhwc(spec(D::GradWeight, 2, 16, 10, 16, 3, 1, 1, 16))},
     // ... and of output channels where the inputs are too few (a first layer).
