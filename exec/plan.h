@@ -102,6 +102,12 @@ struct ConvSpec {
   // holding one image-group's patch matrix; -1: none.
   int workspace = -1;
 
+  // A 1x1 filter at stride 1 without padding: each output pixel reads its
+  // own input pixel, whatever rows the planes are cut into.
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && oh == h && ow == wd;
+  }
+
   // The buffer the step writes (y, x or w by direction), and the two it
   // reads besides the bias.
   int result() const { return direction == ConvDirection::Forward ? y : direction == ConvDirection::GradInput ? x : w; }

@@ -124,7 +124,6 @@ struct Conv {
     im2colPixels(x, n, g, p, col);
   }
 
-  std::pair<int64_t, int64_t> validColumns(int64_t off) const { return validOutputColumns(c, off); }
 
   // NCHW: one col row per (channel, tap) holds a strided window of one input
   // plane, copied a row of the output at a time (a memcpy at stride 1), with
@@ -137,7 +136,7 @@ struct Conv {
         for (int64_t kx = 0; kx < c.kw; ++kx) {
           T* dst = col + row(p, ch, ky, kx) * ld;
           int64_t off = kx * c.dilW - c.padLeft;
-          auto [lo, hi] = validColumns(off);
+          auto [lo, hi] = validOutputColumns(c, off);
           for (int64_t oy = p.oy0; oy < p.oy1; ++oy, dst += c.ow) {
             int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
             if (iy < 0 || iy >= c.h) {
@@ -184,7 +183,7 @@ struct Conv {
           if (from < to) std::memcpy(at(y0) + (from - a), plane + from, static_cast<size_t>(to - from) * sizeof(T));
           // Column by column: a fill per row of the one or two padding
           // columns became a memset call per row.
-          auto [lo, hi] = validColumns(off);
+          auto [lo, hi] = validOutputColumns(c, off);
           auto zeroColumn = [&](int64_t ox) {
             for (int64_t oy = y0; oy < y1; ++oy) at(oy)[ox] = T(0);
           };
@@ -254,10 +253,7 @@ struct Conv {
 
   // A 1x1 filter at stride 1 without padding reads every input pixel once,
   // in place: the image is its own patch matrix (no copy, no scatter).
-  bool patchesAreImage() const {
-    return c.kh == 1 && c.kw == 1 && c.strideH == 1 && c.strideW == 1 && c.padTop == 0 && c.padLeft == 0 &&
-           c.oh == c.h && c.ow == c.wd;
-  }
+  bool patchesAreImage() const { return c.pointwise(); }
   // The part of image n, group g's patch matrix in an image
   // (patchesAreImage), and its leading dimension: NCHW [cg, pixels] rows of
   // a plane, NHWC [pixels, cg] rows of c.c channels.
@@ -446,7 +442,7 @@ struct Conv {
         for (int64_t kx = 0; kx < c.kw; ++kx) {
           const T* src = col + row(p, ch, ky, kx) * ld;
           int64_t off = kx * c.dilW - c.padLeft;
-          auto [lo, hi] = validColumns(off);
+          auto [lo, hi] = validOutputColumns(c, off);
           for (int64_t oy = 0; oy < c.oh; ++oy, src += c.ow) {
             int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
             if (iy < 0 || iy >= c.h) continue;

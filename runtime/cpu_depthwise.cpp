@@ -75,19 +75,24 @@ struct Depthwise {
     const int64_t pitch = (c.ow - 1) * S + K, rows = oy1 - oy0, blockRows = (rows - 1) * S + K;
     thread_local std::vector<T> block;
     block.assign(static_cast<size_t>(blockRows * pitch), T(0));
-    const int64_t from = std::max<int64_t>(c.padLeft, 0), to = std::min<int64_t>(pitch, c.wd + c.padLeft);
     for (int64_t ch = 0; ch < c.c; ++ch) {
-      const T* in = x + (n * c.c + ch) * plane;
-      for (int64_t r = 0; r < blockRows; ++r) {
-        const int64_t iy = oy0 * S - c.padTop + r;
-        if (iy >= 0 && iy < c.h && from < to)  // rows outside the image stay zero (every channel's)
-          std::copy(in + iy * c.wd + from - c.padLeft, in + iy * c.wd + to - c.padLeft, block.data() + r * pitch + from);
-      }
+      copyPadded(x + (n * c.c + ch) * plane, c.h, c.wd, c.padTop - oy0 * S, c.padLeft, block.data(), blockRows, pitch);
       T wk[K * K];
       std::copy(w + ch * taps, w + ch * taps + K * K, wk);
       sumTaps<K, S>(block.data(), pitch, wk, bias ? bias[ch] : T(0), y + (n * c.c + ch) * outPlane + oy0 * c.ow, rows,
                     c.ow);
     }
+  }
+
+  // block[r, q] = plane[r - top, q - left] (`rows` x `width`) where that
+  // lies inside the plane. The rest of the block is left as it is: zero,
+  // the same for every channel, since the same positions fall outside.
+  static void copyPadded(const T* plane, int64_t rows, int64_t width, int64_t top, int64_t left, T* block,
+                         int64_t blockRows, int64_t pitch) {
+    const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, width + left);
+    if (from >= to) return;
+    for (int64_t r = std::max<int64_t>(top, 0); r < std::min(blockRows, rows + top); ++r)
+      std::copy(plane + (r - top) * width + from - left, plane + (r - top) * width + to - left, block + r * pitch + from);
   }
 
   // out[r, ox] = b + sum over taps of wk[ky, kx] * block[r * S + ky, ox * S + kx],
@@ -113,17 +118,11 @@ struct Depthwise {
   template <int K>
   void gradInputBlock(const T* dy, const T* w, T* dx, int64_t n) const {
     const int64_t pitch = c.wd + K - 1, blockRows = c.h + K - 1;
-    const int64_t top = K - 1 - c.padTop, left = K - 1 - c.padLeft;
     thread_local std::vector<T> block;
     block.assign(static_cast<size_t>(blockRows * pitch), T(0));
-    const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, c.ow + left);
     for (int64_t ch = 0; ch < c.c; ++ch) {
-      const T* g = dy + (n * c.c + ch) * outPlane;
-      for (int64_t r = 0; r < blockRows; ++r) {
-        const int64_t oy = r - top;
-        if (oy >= 0 && oy < c.oh && from < to)  // rows outside dy stay zero (every channel's)
-          std::copy(g + oy * c.ow + from - left, g + oy * c.ow + to - left, block.data() + r * pitch + from);
-      }
+      copyPadded(dy + (n * c.c + ch) * outPlane, c.oh, c.ow, K - 1 - c.padTop, K - 1 - c.padLeft, block.data(),
+                 blockRows, pitch);
       T wk[K * K];
       for (int a = 0; a < K * K; ++a) wk[a] = w[ch * taps + K * K - 1 - a];
       sumTaps<K, 1>(block.data(), pitch, wk, T(0), dx + (n * c.c + ch) * plane, c.h, c.wd);
@@ -132,7 +131,7 @@ struct Depthwise {
 
   // dx[n] = every tap's weight times dy, added back where the tap read.
   void gradInput(const T* dy, const T* w, T* dx, int64_t n) const {
-    if (c.kh == c.kw && c.strideH == 1 && c.strideW == 1 && c.dilH == 1 && c.dilW == 1 && c.oh + c.kh - 1 >= 1) {
+    if (c.kh == c.kw && c.strideH == 1 && c.strideW == 1 && c.dilH == 1 && c.dilW == 1) {
       if (c.kh == 3) return gradInputBlock<3>(dy, w, dx, n);
       if (c.kh == 5) return gradInputBlock<5>(dy, w, dx, n);
     }

@@ -294,9 +294,7 @@ class PlanBuilder {
     c.dilW = dil[1];
     // A pointwise NCHW convolution's planes as rows long enough to fill
     // vectors (ops::pointwiseRowsJoined): the same memory, the same sums.
-    const bool pointwise = !c.channelsLast && c.kh == 1 && c.kw == 1 && c.strideH == 1 && c.strideW == 1 &&
-                           c.oh == c.h && c.ow == c.wd && c.padTop == 0 && c.padLeft == 0;
-    if (pointwise) {
+    if (!c.channelsLast && c.pointwise()) {
       const int64_t k = ops::pointwiseRowsJoined(c.oh, c.ow);
       c.h = c.oh = c.oh / k;
       c.wd = c.ow = c.ow * k;
