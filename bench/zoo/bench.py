@@ -171,33 +171,48 @@ def bench_threads(args, models, out, threads, cpus):
                     runners[(n, eng)], setup[(n, eng)] = make_torch(torch_mods[n][0], feeds[n], torch, compiled)
                 except Exception as ex:  # noqa: BLE001
                     print(f"  torch {eng} cannot run {n}: {str(ex).splitlines()[0][:120]}")
-    times = {k: [] for k in runners}
-    engines = [e for e in args.engines if any(k[1] == e for k in runners)]
-    for r in range(args.rounds):
-        order = engines[r % len(engines):] + engines[:r % len(engines)]
-        for n in models:
-            for eng in order:
-                if (n, eng) not in runners:
-                    continue
-                if eng == "kfuse":
-                    probe = kfuse.time(n, 1)[0] / 1e3
-                    reps = max(1, min(200, int(args.round_seconds / max(probe, 1e-6))))
-                    times[(n, eng)] += kfuse.time(n, reps)
-                    continue
-                fn = runners[(n, eng)]
-                t0 = time.perf_counter()
-                fn(feeds[n])
-                probe = time.perf_counter() - t0
-                reps = max(1, min(200, int(args.round_seconds / max(probe, 1e-6))))
-                for _ in range(reps):
-                    t0 = time.perf_counter()
-                    fn(feeds[n])
-                    times[(n, eng)].append((time.perf_counter() - t0) * 1e3)
-        print(f"  round {r + 1}/{args.rounds} done", flush=True)
+    def measure(n, eng):
+        if eng == "kfuse":
+            probe = kfuse.time(n, 1)[0] / 1e3
+            return kfuse.time(n, max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
+        fn = runners[(n, eng)]
+        t0 = time.perf_counter()
+        fn(feeds[n])
+        probe = time.perf_counter() - t0
+        return timed(lambda: fn(feeds[n]), max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
+
+    times = alternating_rounds(list(models), args.engines, runners, args.rounds, measure)
     if kfuse:
         kfuse.close()
     return {f"{n}|{e}": {"median_ms": statistics.median(v), "iterations": len(v), "setup_s": setup[(n, e)]}
             for (n, e), v in times.items() if v}
+
+
+def timed(fn, reps: int) -> list[float]:
+    """Milliseconds of each of `reps` calls of fn."""
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def alternating_rounds(names, engines, present, rounds, measure) -> dict:
+    """`rounds` rounds over every (name, engine) pair in `present`, the
+    engines' order rotating from round to round so that a burst of load from
+    the machine's neighbours falls on no engine in particular; measure(name,
+    engine) gives one round's times in ms. Returns each pair's times."""
+    times = {k: [] for k in present}
+    engines = [e for e in engines if any(k[1] == e for k in present)]
+    for r in range(rounds):
+        order = engines[r % len(engines):] + engines[:r % len(engines)]
+        for n in names:
+            for eng in order:
+                if (n, eng) in present:
+                    times[(n, eng)] += measure(n, eng)
+        print(f"  round {r + 1}/{rounds} done", flush=True)
+    return times
 
 
 def table(results, models, threads, engines):

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import Kfuse  # bench/zoo/bench.py: the kfuse_bench process
+from bench import Kfuse, alternating_rounds, timed  # bench/zoo/bench.py: the kfuse_bench process, the rounds
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -168,22 +168,10 @@ def bench_threads(args, names, out, threads, cpus):
                     steps[(n, eng)], first[(n, eng)] = make_torch_step(n, torch, compiled)
                 except Exception as ex:  # noqa: BLE001
                     print(f"  torch {eng} cannot train {n}: {str(ex).splitlines()[0][:120]}")
-    times = {k: [] for k in steps}
-    engines = [e for e in args.engines if any(k[1] == e for k in steps)]
-    for r in range(args.rounds):
-        order = engines[r % len(engines):] + engines[:r % len(engines)]
-        for n in names:
-            for eng in order:
-                if (n, eng) not in steps:
-                    continue
-                if eng == "kfuse":
-                    times[(n, eng)] += kfuse.time(n, args.steps)
-                    continue
-                for _ in range(args.steps):
-                    t0 = time.perf_counter()
-                    steps[(n, eng)]()
-                    times[(n, eng)].append((time.perf_counter() - t0) * 1e3)
-        print(f"  round {r + 1}/{args.rounds} done", flush=True)
+    def measure(n, eng):
+        return kfuse.time(n, args.steps) if eng == "kfuse" else timed(steps[(n, eng)], args.steps)
+
+    times = alternating_rounds(names, args.engines, steps, args.rounds, measure)
     if kfuse:
         kfuse.close()
     return {f"{n}|{e}": {"median_ms": statistics.median(v), "iterations": len(v), "first_step_s": first[(n, e)]}
