@@ -93,6 +93,7 @@ class CpuExecutor : public Executor {
     ro.poison = opts_.poison;
     ro.profile = opts_.profile;
     ro.threads = opts_.threads;
+    ro.communicator = opts_.communicator;
     auto runner = std::make_unique<CpuRunner>(std::make_shared<const Plan>(std::move(plan)), std::move(compiled), ro);
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }

@@ -1,9 +1,11 @@
 #include "codegen/trainer.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "codegen/backend.h"
 #include "ir/clone.h"
+#include "ir/printer.h"
 #include "ir/support/strings.h"
 #include "ir/weights.h"
 #include "passes/pass_registry.h"
@@ -23,6 +25,7 @@ Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& o
   KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, {.fuse = opts.fuse, .layout = opts.layout, .cpu = opts.execution.cpu}));
   PassManager pm(opts.instrumentation);
   pm.add(createAutodiffPass(opts.training, "train_step"));
+  if (dataParallel(opts)) pm.add(createDataParallelPass(static_cast<uint64_t>(opts.bucketMiB * 1024 * 1024)));
   KF_ASSIGN_OR_RETURN(auto passes, parsePipeline(backend.pipeline));
   pm.add(std::move(passes));
   PassContext ctx;
@@ -31,12 +34,63 @@ Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& o
   return TrainingFunctions{m.findFunction(forwardName), m.findFunction("train_step")};
 }
 
+bool dataParallel(const TrainerOptions& opts) {
+  return opts.dataParallel || (opts.execution.communicator && opts.execution.communicator->size() > 1);
+}
+
+namespace {
+
+// FNV-1a: equal texts give equal hashes on every rank and platform.
+uint64_t textHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+// Every rank's hashes of its training step's IR and plan, compared with
+// rank 0's: a rank that compiled something else (another model, batch
+// size or optimizer) would otherwise exchange mismatched buckets or hang.
+Status checkSamePlan(Communicator& comm, const Graph& step, const Plan* plan) {
+  std::ostringstream ir;
+  printGraph(ir, step, PrintOptions{.inlineUnbackedParams = false, .printLocs = false});
+  const uint64_t mine[2] = {textHash(ir.str()), textHash(plan ? printPlan(*plan) : std::string())};
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> all,
+                      comm.allGather(std::string_view(reinterpret_cast<const char*>(mine), sizeof mine)));
+  std::vector<std::string> differ;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) differ.push_back(str(r));
+  if (differ.empty()) return Status::ok();
+  return Error(str("rank ", comm.rank(), ": rank", differ.size() > 1 ? "s " : " ", join(differ),
+                   " compiled another training step than rank 0 (every rank must train the same model with the same "
+                   "options and per-rank batch size)"));
+}
+
+// Rank 0's parameters and buffers into every rank's module.
+Status takeRankZeroState(Communicator& comm, Module& m) {
+  for (const auto& p : m.params()) {
+    if (!p->data) continue;
+    Tensor t = *p->data;
+    KF_RETURN_IF_ERROR(comm.broadcast(t.data(), t.byteSize(), 0));
+    if (comm.rank() != 0) m.setParamData(p->name, std::move(t));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model, TrainerOptions opts) {
   std::unique_ptr<Trainer> t(new Trainer());
+  if (dataParallel(opts) && opts.target != "cpu")
+    return Error(str("data-parallel training runs on the cpu target, not ", opts.target));
   KF_ASSIGN_OR_RETURN(TrainingFunctions fns, buildTrainingStep(*model, opts));
   KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target, opts.execution));
   t->forward_ = fns.forward;
   t->train_ = fns.step;
+  if (opts.execution.communicator && opts.execution.communicator->size() > 1) {
+    Communicator& comm = *opts.execution.communicator;
+    KF_RETURN_IF_ERROR(checkSamePlan(comm, *t->train_, t->exec_->planFor(*t->train_)));
+    KF_RETURN_IF_ERROR(takeRankZeroState(comm, *model));
+  }
   t->module_ = std::move(model);
   t->opts_ = std::move(opts);
   return t;

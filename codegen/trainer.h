@@ -28,8 +28,17 @@ struct TrainerOptions {
   Instrumentation instrumentation;
   // Stop with an error when the loss becomes NaN or infinite.
   bool stopOnNonFinite = true;
-  // In-place rewriting and buffer poisoning of the compiled plans.
+  // In-place rewriting and buffer poisoning of the compiled plans; with a
+  // communicator of more than one rank (execution.communicator), the step
+  // is data-parallel: each rank trains on its own slice of the global
+  // batch, and the data-parallel pass averages gradients, loss and buffer
+  // updates over the ranks (docs/training.md).
   ExecutionOptions execution;
+  // Data-parallel: the size of the gradient buckets exchanged, in MiB.
+  double bucketMiB = 25;
+  // Compile the data-parallel step without a communicator (kfuse stats,
+  // memory, profile --data-parallel): it runs as a world of one rank.
+  bool dataParallel = false;
 };
 
 // The forward function and the @train_step built from it.
@@ -44,9 +53,16 @@ struct TrainingFunctions {
 // Trainer and `kfuse compile --train` both compile training this way.
 Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& opts);
 
+// Whether `opts` trains data-parallel: a communicator of several ranks, or
+// TrainerOptions::dataParallel.
+bool dataParallel(const TrainerOptions& opts);
+
 class Trainer {
  public:
-  // Builds @train_step from the forward function and compiles it.
+  // Builds @train_step from the forward function and compiles it. Data
+  // parallel, every rank then checks that all compiled the same step (an
+  // error naming the ranks that differ, instead of a hang later) and takes
+  // rank 0's parameters, so that the replicas start equal.
   static Expected<std::unique_ptr<Trainer>> create(std::unique_ptr<Module> model, TrainerOptions opts);
 
   // One optimizer step on a batch (one tensor per forward input), with the

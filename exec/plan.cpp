@@ -37,6 +37,10 @@ std::vector<int> stepBuffers(const Step& s) {
       for (int b : s.reference().inputs) add(b);
       for (int b : s.reference().outputs) add(b);
       break;
+    case StepKind::Collective:
+      for (int b : s.collective().inputs) add(b);
+      for (int b : s.collective().outputs) add(b);
+      break;
     case StepKind::Kernels: break;
   }
   for (const std::vector<int>& bs : s.kernelBuffers)
@@ -52,6 +56,9 @@ std::vector<int> stepWrites(const Plan& p, const Step& s) {
       if (b >= 0) out.push_back(b);
   if (s.kind() == StepKind::Reference)
     out.insert(out.end(), s.reference().outputs.begin(), s.reference().outputs.end());
+  // The exchange writes the bucket from its start to its wait.
+  if (s.kind() == StepKind::Collective)
+    out.insert(out.end(), s.collective().outputs.begin(), s.collective().outputs.end());
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const kernel::Kernel& K = p.kernels[static_cast<size_t>(s.kernels[k])];
     for (size_t i = 0; i < K.buffers.size(); ++i)
@@ -137,6 +144,15 @@ std::string printPlan(const Plan& p) {
         const ReferenceOp& r = s.reference();
         os << "reference " << r.op->name << " (" << bufferList(p, r.inputs) << ") -> (" << bufferList(p, r.outputs)
            << ")";
+        break;
+      }
+      case StepKind::Collective: {
+        const CollectiveSpec& c = s.collective();
+        if (c.phase == CollectivePhase::Start)
+          os << "all_reduce.start bucket " << c.bucket << " (" << bufferList(p, c.inputs) << ") -> ("
+             << bufferList(p, c.outputs) << ")";
+        else
+          os << "all_reduce.wait bucket " << c.bucket << " (" << bufferList(p, c.outputs) << ")";
         break;
       }
     }

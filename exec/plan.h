@@ -116,10 +116,26 @@ struct ConvSpec {
   }
 };
 
+// One bucket of a data-parallel run's all-reduce (the mean over the ranks,
+// ir/ops/collective.cpp), as two steps so that the exchange overlaps the
+// steps between them: Start copies each input into its output (nothing when
+// in-place rewriting made them one storage) and hands the outputs to the
+// runner's communicator; Wait, placed before the first later step that
+// touches an output (codegen/plan/collective_waits.h), blocks until the
+// exchange is done. In between the outputs belong to the communicator.
+enum class CollectivePhase : uint8_t { Start, Wait };
+struct CollectiveSpec {
+  CollectivePhase phase = CollectivePhase::Start;
+  int bucket = 0;
+  std::vector<int> inputs;   // Start only
+  std::vector<int> outputs;  // the bucket, in both phases
+};
+
 // What a step launches, one alternative per kind: a bundle of generated
 // kernels, a GEMM or a convolution (a library call or generated code, each
-// with an optional epilogue), or an op run by its reference implementation.
-enum class StepKind : uint8_t { Kernels, Gemm, Conv, Reference };
+// with an optional epilogue), an op run by its reference implementation, or
+// one phase of a collective.
+enum class StepKind : uint8_t { Kernels, Gemm, Conv, Reference, Collective };
 
 // The step's kernels (Step::kernels), in order; nothing else.
 struct KernelBundle {};
@@ -133,7 +149,7 @@ struct ReferenceOp {
 };
 
 // In StepKind's order.
-using StepBody = std::variant<KernelBundle, GemmSpec, ConvSpec, ReferenceOp>;
+using StepBody = std::variant<KernelBundle, GemmSpec, ConvSpec, ReferenceOp, CollectiveSpec>;
 
 struct Step {
   std::string name;
@@ -154,6 +170,8 @@ struct Step {
   ConvSpec& conv() { return as<ConvSpec>(); }
   const ReferenceOp& reference() const { return as<ReferenceOp>(); }
   ReferenceOp& reference() { return as<ReferenceOp>(); }
+  const CollectiveSpec& collective() const { return as<CollectiveSpec>(); }
+  CollectiveSpec& collective() { return as<CollectiveSpec>(); }
 
  private:
   template <typename T>

@@ -47,6 +47,7 @@ const OpRegistry& OpRegistry::global() {
     registerLogicOps(r);
     registerOptimizerOps(r);
     registerFusedOps(r);
+    registerCollectiveOps(r);
     for ([[maybe_unused]] const OpDef* op : r.byId_) assert(op && "an op of ir/ops/ops.def is not registered");
     return r;
   }();

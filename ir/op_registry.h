@@ -195,5 +195,6 @@ void registerLossOps(OpRegistry& r);
 void registerLogicOps(OpRegistry& r);
 void registerOptimizerOps(OpRegistry& r);
 void registerFusedOps(OpRegistry& r);
+void registerCollectiveOps(OpRegistry& r);
 
 }  // namespace kfuse

@@ -35,6 +35,10 @@ Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options);
 // function `func` only (every function when empty).
 std::unique_ptr<Pass> createAutodiffPass(const struct TrainingOptions& opts, std::string func);
 Expected<std::unique_ptr<Pass>> createFusePass(const PassOptions& options);
+// data-parallel{bucket-mb=N}: all-reduces of a training step's gradients,
+// loss and buffer updates over the ranks (passes/data_parallel.cpp).
+Expected<std::unique_ptr<Pass>> createDataParallelPass(const PassOptions& options);
+std::unique_ptr<Pass> createDataParallelPass(uint64_t bucketBytes);
 Expected<std::unique_ptr<Pass>> createLayoutPass(const PassOptions& options);
 
 }  // namespace kfuse

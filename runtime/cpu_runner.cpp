@@ -54,6 +54,7 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRun
 }
 
 CpuRunner::~CpuRunner() {
+  for (auto& [bucket, exchange] : inFlight_) exchange.wait();  // they write into the arena
   std::free(arena_);
   std::free(resident_);
 }
@@ -144,6 +145,9 @@ Status CpuRunner::runStep(size_t index) {
       if (!s.kernels.empty() && !epilogueInside_[index]) return runKernel(s.kernels[0], s.kernelBuffers[0]);
       return Status::ok();
     case StepKind::Reference: return runReference(s);
+    case StepKind::Collective:
+      return s.collective().phase == CollectivePhase::Start ? startCollective(s.collective())
+                                                            : waitCollective(s.collective().bucket);
   }
   return Status::ok();
 }
@@ -362,6 +366,44 @@ Status CpuRunner::runReference(const Step& s) {
   KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.reference().op->reference(call, ptrs, outTypes));
   for (size_t i = 0; i < outs.size(); ++i) copyIn(at(s.reference().outputs[i]), outs[i]);
   return Status::ok();
+}
+
+// The bucket's values move into its outputs (unless computed there), and
+// the exchange starts; the steps up to its wait run meanwhile.
+Status CpuRunner::startCollective(const CollectiveSpec& c) {
+  std::vector<CommBuffer> buffers;
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
+    const TensorType& t = plan_->buffers[static_cast<size_t>(c.outputs[i])].type;
+    buffers.push_back({at(c.outputs[i]), t.numElements(), t.dtype});
+  }
+  if (!opts_.communicator || opts_.communicator->size() == 1) return Status::ok();  // the mean over one rank
+  if (inFlight_.count(c.bucket)) return Error(str("bucket ", c.bucket, " started twice"));
+  std::shared_future<Status> before = lastExchange_;
+  lastExchange_ = std::async(std::launch::async, [comm = opts_.communicator, buffers = std::move(buffers), before] {
+                    if (before.valid()) before.wait();
+                    return comm->allReduceMean(buffers);
+                  }).share();
+  inFlight_.emplace(c.bucket, lastExchange_);
+  return Status::ok();
+}
+
+Status CpuRunner::waitCollective(int bucket) {
+  auto it = inFlight_.find(bucket);
+  if (it == inFlight_.end()) return Status::ok();
+  Status s = it->second.get();
+  inFlight_.erase(it);
+  return s;
+}
+
+// A run the loss guard stopped leaves exchanges in flight: they finish
+// before the next run reuses their buffers.
+Status CpuRunner::finishRun() {
+  Status first = Status::ok();
+  for (auto& [bucket, exchange] : inFlight_)
+    if (Status s = exchange.get(); !s && first) first = s;
+  inFlight_.clear();
+  return first;
 }
 
 }  // namespace kfuse

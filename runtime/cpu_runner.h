@@ -3,6 +3,8 @@
 // GEMMs call BLAS; reference steps call the op's reference implementation.
 #pragma once
 
+#include <future>
+#include <map>
 #include <memory>
 
 #include "ir/interpreter.h"
@@ -55,6 +57,9 @@ class CpuRunner : public PlanRunner {
   const Tensor* unchangedTensor(int b) const;
   Status runConv(const ConvSpec& c, KernelFn direct);
   Status runReference(const Step& s);
+  Status startCollective(const CollectiveSpec& c);
+  Status waitCollective(int bucket);
+  Status finishRun() override;
   std::byte* at(int buffer) const { return ptr_[static_cast<size_t>(buffer)]; }
 
   std::vector<KernelFn> kernels_;
@@ -76,6 +81,11 @@ class CpuRunner : public PlanRunner {
   // whether that code runs the epilogue too.
   std::vector<bool> packable_;
   std::vector<bool> epilogueInside_;
+  // Exchanges started and not yet waited for, by bucket. Each runs on a
+  // thread of its own once the one started before it is done, so that every
+  // rank issues them to the communicator in the plan's order.
+  std::map<int, std::shared_future<Status>> inFlight_;
+  std::shared_future<Status> lastExchange_;
   std::byte* arena_ = nullptr;
   std::byte* resident_ = nullptr;
   std::vector<std::byte*> ptr_;  // per buffer, into the regions, once allocated

@@ -9,6 +9,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/support/strings.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/poison.h"
 #include "runtime/step_times.h"
 
@@ -42,6 +43,9 @@ struct ExecutionOptions {
   // cpu: threads each step may use (0: one per CPU the process may run on;
   // runtime/threads.h). Results do not depend on it.
   int threads = 0;
+  // cpu: the ranks a data-parallel plan's collectives exchange with
+  // (runtime/comm/communicator.h); null: a world of one rank.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class Executor {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/plan.h"
+#include "runtime/comm/communicator.h"
 #include "ir/interpreter.h"
 #include "runtime/poison.h"
 #include "runtime/step_times.h"
@@ -31,6 +32,9 @@ struct RunnerOptions {
   // Threads a step may use (the cpu target; runtime/threads.h); 0: one per
   // CPU the process may run on. Results do not depend on it.
   int threads = 0;
+  // The ranks a plan's collective steps exchange with; null: a world of one
+  // (each all-reduce is then a copy).
+  std::shared_ptr<Communicator> communicator;
 };
 
 // How one run treats the state it updates (training loops: Trainer::step).

@@ -15,6 +15,8 @@ PACKAGES=(
   qemu-user
   # libraries
   llvm-14-dev libonnx-dev libprotobuf-dev protobuf-compiler libopenblas-dev
+  # data-parallel training: Gloo collectives (runtime/comm/)
+  libgloo-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev
   # fuzzing the package reader (clang + libFuzzer runtime), graph pictures
   clang-14 libclang-rt-14-dev graphviz

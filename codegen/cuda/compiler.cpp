@@ -85,6 +85,9 @@ class ProgramEmitter {
                         " (no kernel form yet)");
         return step;
       case StepKind::Gemm: return emitGemm(i);
+      case StepKind::Collective:
+        return Error(str("step ", s.name,
+                         ": the cuda target runs no collective yet (data-parallel training runs on the cpu target)"));
     }
     return Error("unknown step kind");
   }

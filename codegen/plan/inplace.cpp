@@ -62,6 +62,10 @@ class InPlace {
         referenceStep(step, static_cast<int>(s));
         continue;
       }
+      if (step.kind() == StepKind::Collective) {
+        collectiveStep(step, static_cast<int>(s));
+        continue;
+      }
       for (size_t k = 0; k < step.kernels.size(); ++k) kernelInStep(step, static_cast<int>(s), k);
     }
     return count_;
@@ -155,6 +159,19 @@ class InPlace {
       size_t uses = 0;
       for (int b : step.reference().inputs) uses += p_.storageOf(b) == storage;
       for (int b : step.reference().outputs) uses += p_.storageOf(b) == storage;
+      if (uses == 1) alias(out, in);
+    }
+  }
+
+  // A bucket exchanged where its values were computed: no copy at the start.
+  void collectiveStep(const Step& step, int s) {
+    const CollectiveSpec& c = step.collective();
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      int in = c.inputs[i], out = c.outputs[i];
+      if (!fits(out, in, s)) continue;
+      int storage = p_.storageOf(in);
+      size_t uses = 0;
+      for (int b : c.inputs) uses += p_.storageOf(b) == storage;
       if (uses == 1) alias(out, in);
     }
   }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "codegen/kernel/lower.h"
+#include "codegen/plan/collective_waits.h"
 #include "codegen/plan/plan_pass.h"
 #include "exec/parallel.h"
 #include "ir/kernel_form.h"
@@ -70,6 +71,7 @@ class PlanBuilder {
     }
     for (const Value* r : g_.results()) plan_.outputs.push_back(bufferOf(r));
     for (const StateUpdate& u : g_.stateUpdates()) plan_.updates.emplace_back(u.param, bufferOf(u.value));
+    placeCollectiveWaits(plan_);
     return plan_;
   }
 
@@ -115,6 +117,7 @@ class PlanBuilder {
       ids_[n.result()] = add(std::move(b));
       return Status::ok();
     }
+    if (n.is(Op::AllReduce)) return collective(n);
     if (isView(n)) {
       PlanBuffer b = buffer(names_(n.result()), n.result()->type(), BufferKind::Alias);
       b.aliasOf = bufferOf(n.operand(0));
@@ -147,6 +150,20 @@ class PlanBuilder {
       }
     }
     return reference(n);
+  }
+
+  // The exchange's start; its wait is placed once every step is known
+  // (placeCollectiveWaits).
+  Status collective(const Node& n) {
+    Step s;
+    s.name = uniqueName("all_reduce");
+    CollectiveSpec c;
+    c.bucket = static_cast<int>(n.attr("bucket").asInt());
+    for (const Value* v : n.operands()) c.inputs.push_back(bufferOf(v));
+    for (size_t i = 0; i < n.numResults(); ++i) c.outputs.push_back(temp(n.result(i)));
+    s.body = std::move(c);
+    plan_.steps.push_back(std::move(s));
+    return Status::ok();
   }
 
   Status reference(const Node& n) {

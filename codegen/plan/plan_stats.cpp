@@ -49,6 +49,13 @@ PlanStats planStats(const Plan& p) {
         for (int b : step.reference().inputs) touch(b);
         for (int b : step.reference().outputs) touch(b);
         break;
+      case StepKind::Collective:
+        if (step.collective().phase == CollectivePhase::Wait) break;
+        ++s.collectives;
+        for (int b : step.collective().outputs) s.collectiveBytes += p.buffers[static_cast<size_t>(b)].type.byteSize();
+        for (int b : step.collective().inputs) touch(b);
+        for (int b : step.collective().outputs) touch(b);
+        break;
     }
     for (const std::vector<int>& buffers : step.kernelBuffers)
       for (int b : buffers) touch(b);

@@ -19,6 +19,8 @@ struct PlanStats {
   uint64_t fusedKernels = 0;         // launches computing more than one op
   uint64_t libraryCalls = 0;         // GEMMs and convolutions
   uint64_t referenceOps = 0;         // ops run by their reference implementation
+  uint64_t collectives = 0;          // all-reduce buckets (a start and a wait step each)
+  uint64_t collectiveBytes = 0;      // what they exchange per rank
   uint64_t launches() const;
   uint64_t bytesMoved() const;
 };

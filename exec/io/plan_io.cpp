@@ -35,7 +35,8 @@ constexpr int64_t kMaxBlasDim = std::numeric_limits<int32_t>::max();  // BLAS ta
 constexpr int64_t kMaxConvDim = int64_t{1} << 24;
 
 constexpr std::array<std::string_view, 5> kBufferKinds = {"input", "param", "constant", "temp", "alias"};
-constexpr std::array<std::string_view, 4> kStepKinds = {"kernels", "gemm", "conv", "reference"};
+constexpr std::array<std::string_view, 5> kStepKinds = {"kernels", "gemm", "conv", "reference", "collective"};
+constexpr std::array<std::string_view, 2> kCollectivePhases = {"start", "wait"};
 constexpr std::array<std::string_view, 3> kConvDirections = {"forward", "grad_input", "grad_weight"};
 
 // ---- steps
@@ -103,6 +104,15 @@ ojson writeStep(const Step& s) {
       o["attrs"] = std::move(attrs);
       o["inputs"] = s.reference().inputs;
       o["outputs"] = s.reference().outputs;
+      break;
+    }
+    case StepKind::Collective: {
+      const CollectiveSpec& c = s.collective();
+      o["collective"] = {{"op", "all_reduce"},
+                         {"phase", nameOf(c.phase, kCollectivePhases)},
+                         {"bucket", c.bucket},
+                         {"inputs", c.inputs},
+                         {"outputs", c.outputs}};
       break;
     }
   }
@@ -265,7 +275,9 @@ class PlanReader {
         s.kernelBuffers.push_back(kernelBuffers(k, p_.kernels[id]));
       }
       // Library calls and reference ops run at most their one epilogue.
-      size_t maxKernels = kind == StepKind::Kernels ? s.kernels.size() : kind == StepKind::Reference ? 0 : 1;
+      size_t maxKernels = kind == StepKind::Kernels                                   ? s.kernels.size()
+                         : kind == StepKind::Reference || kind == StepKind::Collective ? 0
+                                                                                      : 1;
       if (s.kernels.size() > maxKernels)
         fail(str("a ", kStepKinds[static_cast<size_t>(kind)], " step runs ", s.kernels.size(), " kernels"));
       switch (kind) {
@@ -273,6 +285,7 @@ class PlanReader {
         case StepKind::Gemm: s.body = readGemm(at(o, "gemm")); break;
         case StepKind::Conv: s.body = readConv(at(o, "conv")); break;
         case StepKind::Reference: s.body = readReference(o); break;
+        case StepKind::Collective: s.body = readCollective(at(o, "collective")); break;
       }
       return s;
     });
@@ -390,6 +403,28 @@ class PlanReader {
       if (c.bias >= 0) need(c.bias, c.o, "the bias");
       return c;
     });
+  }
+
+  // An all-reduce phase: float buffers, each input the type of its output.
+  CollectiveSpec readCollective(const json& o) const {
+    CollectiveSpec c;
+    if (stringAt(o, "op") != "all_reduce") fail(str("unknown collective '", stringAt(o, "op"), "'"));
+    c.phase = enumNamed<CollectivePhase>(stringAt(o, "phase"), kCollectivePhases, "collective phase");
+    c.bucket = static_cast<int>(intAt(o, "bucket", 0, std::numeric_limits<int32_t>::max()));
+    c.inputs = buffersAt(o, "inputs", "input buffer");
+    c.outputs = buffersAt(o, "outputs", "output buffer");
+    if (c.outputs.empty()) fail("a collective without buffers");
+    if (c.phase == CollectivePhase::Start && c.inputs.size() != c.outputs.size())
+      fail(str("a collective start with ", c.inputs.size(), " inputs and ", c.outputs.size(), " outputs"));
+    if (c.phase == CollectivePhase::Wait && !c.inputs.empty()) fail("a collective wait with inputs");
+    for (size_t i = 0; i < c.outputs.size(); ++i) {
+      const TensorType& t = typeOf(c.outputs[i]);
+      if (t.dtype != DType::F32 && t.dtype != DType::F64) fail(str("collective output b", c.outputs[i], " is ", formatType(t)));
+      if (i < c.inputs.size() && !(typeOf(c.inputs[i]) == t))
+        fail(str("collective input b", c.inputs[i], " is ", formatType(typeOf(c.inputs[i])), ", its output ",
+                 formatType(t)));
+    }
+    return c;
   }
 
   ReferenceOp readReference(const json& o) const {

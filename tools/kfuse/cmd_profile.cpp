@@ -166,6 +166,7 @@ std::string_view kindName(StepKind k) {
     case StepKind::Gemm: return "gemm";
     case StepKind::Conv: return "conv";
     case StepKind::Reference: return "reference";
+    case StepKind::Collective: return "collective";
   }
   return "?";
 }

@@ -45,6 +45,8 @@ nlohmann::json toJson(const PlanStats& s) {
           {"fused_kernels", s.fusedKernels},
           {"library_calls", s.libraryCalls},
           {"reference_ops", s.referenceOps},
+          {"collectives", s.collectives},
+          {"collective_bytes", s.collectiveBytes},
           {"bytes_moved", s.bytesMoved()}};
 }
 
@@ -67,6 +69,9 @@ void printTable(const StatsArgs& a, const PlanStats& unfused, const PlanStats& f
             << "code instead: kfuse opt --print-kernels says which), " << fused.referenceOps << " reference ops; "
             << fused.fusedKernels << " launches compute fused groups\n"
             << "(a fused launch counts in the phase of the first op it computes)\n";
+  if (fused.collectives > 0)
+    std::cout << "data parallel: " << fused.collectives << " all-reduce buckets (a start and a wait step each), "
+              << mb(fused.collectiveBytes) << " exchanged per rank and step\n";
   double bytesRatio = fused.bytesMoved() ? static_cast<double>(unfused.bytesMoved()) / static_cast<double>(fused.bytesMoved()) : 0;
   std::cout << "bytes moved (estimate): " << mb(unfused.bytesMoved()) << " unfused, " << mb(fused.bytesMoved())
             << " fused (" << std::fixed << std::setprecision(2) << bytesRatio << "x less)\n" << std::defaultfloat;

@@ -15,9 +15,11 @@
 #include "codegen/backend.h"
 #include "runtime/package/package_runner.h"
 #include "codegen/trainer.h"
+#include "runtime/comm/communicator.h"
 #include "tools/kfuse/commands.h"
 #include "tools/kfuse/instrumentation_flags.h"
 #include "tools/kfuse/model_loader.h"
+#include "tools/kfuse/rank_launcher.h"
 #include "tools/kfuse/train_data.h"
 #include "tools/kfuse/train_flags.h"
 
@@ -37,7 +39,37 @@ struct TrainArgs {
   std::vector<std::string> shapes;
   CudaFlags cuda;
   InstrumentationFlags instr;
+  // Data parallel (docs/training.md): --ranks launches local ranks; a rank
+  // is told its place by --rank/--world-size (or torchrun's RANK and
+  // WORLD_SIZE) and meets the others through --store.
+  int ranks = 0, rank = -1, worldSize = 0, commTimeout = 60;
+  std::string store, hostname = "127.0.0.1";
+  double bucketMb = 25;
 };
+
+Error unevenBatch(int64_t batch, int ranks) {
+  return Error(str("--batch=", batch, " does not divide into ", ranks, " equal slices (one per rank): use a multiple of ",
+                   ranks));
+}
+
+// This process's place in a data-parallel run: the flags, else torchrun's
+// RANK and WORLD_SIZE; a world of one when neither says otherwise.
+Expected<CommConfig> commConfig(const TrainArgs& a) {
+  CommConfig c;
+  auto env = [](const char* name) -> int {
+    const char* v = std::getenv(name);
+    return v ? std::atoi(v) : -1;
+  };
+  c.rank = a.rank >= 0 ? a.rank : std::max(env("RANK"), 0);
+  c.size = a.worldSize > 0 ? a.worldSize : std::max(env("WORLD_SIZE"), 1);
+  if (c.rank >= c.size) return Error(str("--rank ", c.rank, " is not below --world-size ", c.size));
+  c.store = a.store;
+  c.hostname = a.hostname;
+  c.timeoutSeconds = a.commTimeout;
+  if (c.size > 1 && c.store.empty())
+    return Error(str("rank ", c.rank, " of ", c.size, ": --store file:DIR or redis:HOST:PORT says where the ranks meet"));
+  return c;
+}
 
 Expected<TrainerOptions> trainerOptions(const TrainArgs& a) {
   TrainerOptions o;
@@ -150,7 +182,8 @@ int64_t packageIgnoreIndex(const PackageMeta& meta) {
 struct Prepared {
   std::unique_ptr<Session> session;
   Dataset data;
-  int64_t batch = 0;
+  int64_t batch = 0;  // the global batch: every rank's slices together
+  int rank = 0, ranks = 1;
   LossKind loss = LossKind::CrossEntropy;
   int64_t ignoreIndex = -100;
 };
@@ -169,9 +202,17 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
   p.loss = opts.training.loss;
   p.ignoreIndex = opts.training.ignoreIndex;
   p.batch = a.batch > 0 ? a.batch : (in.rank() ? in.shape[0] : 1);
-  if (in.rank() && in.shape[0] != p.batch) {
-    if (auto s = specializeBatch(forward, p.batch); !s)
-      return s.error().context(str("--batch=", p.batch, " (the model is compiled for batch ", in.shape[0], ")"));
+  KF_ASSIGN_OR_RETURN(CommConfig comm, commConfig(a));
+  p.rank = comm.rank;
+  p.ranks = comm.size;
+  // Each rank trains on an equal slice of the global batch, so that the
+  // mean of their mean gradients is the global batch's.
+  if (p.batch % p.ranks != 0) return unevenBatch(p.batch, p.ranks);
+  const int64_t slice = p.batch / p.ranks;
+  if (in.rank() && in.shape[0] != slice) {
+    if (auto s = specializeBatch(forward, slice); !s)
+      return s.error().context(str("--batch=", p.batch, p.ranks > 1 ? str(" (", slice, " per rank)") : std::string(),
+                                   " (the model is compiled for batch ", in.shape[0], ")"));
   }
   KF_ASSIGN_OR_RETURN(p.data, loadDataset(a.data, a.xKey, a.yKey, p.loss));
   std::vector<NamedType> inputs;
@@ -179,6 +220,10 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
   KF_RETURN_IF_ERROR(
       checkDataset(p.data, forward.name(), inputs, forward.resultTypes(), p.batch, p.loss, p.ignoreIndex));
   if (!a.initWeights.empty()) KF_RETURN_IF_ERROR(loadInitWeights(*model, a.initWeights));
+  if (p.ranks > 1) {
+    KF_ASSIGN_OR_RETURN(opts.execution.communicator, connectGloo(comm));
+    opts.bucketMiB = a.bucketMb;
+  }
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::create(std::move(model), opts));
   p.session = std::make_unique<TrainerSession>(std::move(trainer));
   return p;
@@ -188,6 +233,8 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
 Expected<Prepared> preparePackage(const TrainArgs& a) {
   if (!(a.lr > 0)) return Error(str("--lr must be positive, got ", a.lr));
   if (!a.initWeights.empty()) return Error("--init-weights: a package carries its weights (compile it with them)");
+  if (a.worldSize > 1 || a.rank > 0)
+    return Error("data-parallel training compiles the model on every rank: give the model, not a package");
   KF_ASSIGN_OR_RETURN(std::shared_ptr<const Package> pkg, Package::load(a.model));
   const std::optional<PackageTraining>& t = pkg->meta().training;
   if (!t) return Error(str("'", a.model, "' is an inference package (compile it with --train to train from it)"));
@@ -226,20 +273,30 @@ Expected<Prepared> preparePackage(const TrainArgs& a) {
 int runTrain(const TrainArgs& a) {
   auto fail = [](const Error& e) { return reportError("train", e); };
   if (a.epochs < 1) return fail(Error(str("--epochs must be at least 1, got ", a.epochs)));
+  if (a.ranks < 0) return fail(Error(str("--ranks must be at least 1, got ", a.ranks)));
+  if (a.ranks > 1) {
+    if (a.rank >= 0 || a.worldSize > 0) return fail(Error("--ranks starts the ranks itself: drop --rank and --world-size"));
+    if (a.batch > 0 && a.batch % a.ranks != 0) return fail(unevenBatch(a.batch, a.ranks));
+    if (auto s = launchRanks(a.ranks); !s) return fail(s.error());
+    return 0;
+  }
   bool package = std::filesystem::path(a.model).extension() == ".kfpkg";
   auto prepared = package ? preparePackage(a) : prepareModel(a);
   if (!prepared) return fail(prepared.error());
   Session& trainer = *prepared->session;
   const Dataset* data = &prepared->data;
   int64_t batch = prepared->batch;
+  // This rank's slice of each global batch; rank 0 alone reports and writes.
+  const int64_t slice = batch / prepared->ranks, first = prepared->rank * slice;
+  const bool reporting = prepared->rank == 0;
 
   std::ofstream log;
-  if (!a.logJson.empty()) {
+  if (!a.logJson.empty() && reporting) {
     log.open(a.logJson, std::ios::trunc);
     if (!log) return fail(Error(str("cannot write --log-json '", a.logJson, "'")));
   }
   int64_t batches = data->size() / batch;
-  if (data->size() % batch)
+  if (data->size() % batch && reporting)
     std::cout << "note: the last " << data->size() % batch << " samples of each epoch are left out (--batch=" << batch
               << " does not divide " << data->size() << ")\n";
   for (int64_t epoch = 1; epoch <= a.epochs; ++epoch) {
@@ -247,20 +304,22 @@ int runTrain(const TrainArgs& a) {
     std::vector<int64_t> order = epochOrder(data->size(), !a.noShuffle, a.seed, epoch);
     double sum = 0;
     for (int64_t b = 0; b < batches; ++b) {
-      auto loss = trainer.step(data->inputRows(order, b * batch, batch),
-                                   gatherRows(data->y, order, b * batch, batch), a.lr);
+      auto loss = trainer.step(data->inputRows(order, b * batch + first, slice),
+                               gatherRows(data->y, order, b * batch + first, slice), a.lr);
       if (!loss) return fail(loss.error());
       sum += *loss;
       if (log) log << nlohmann::json{{"type", "step"}, {"epoch", epoch}, {"step", trainer.stepCount()}, {"loss", *loss}} << "\n";
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double mean = sum / static_cast<double>(batches), rate = static_cast<double>(batches * batch) / secs;
+    if (!reporting) continue;
     std::cout << "epoch " << epoch << "/" << a.epochs << "  loss " << std::setprecision(6) << mean << "  "
               << std::fixed << std::setprecision(1) << rate << " samples/s" << std::defaultfloat << "\n";
     if (log) log << nlohmann::json{{"type", "epoch"}, {"epoch", epoch}, {"loss", mean}, {"seconds", secs}, {"samples_per_s", rate}} << "\n";
   }
+  if (!reporting) return 0;
   if (prepared->loss == LossKind::CrossEntropy) {
-    auto acc = accuracy(trainer, *data, batch, prepared->ignoreIndex);
+    auto acc = accuracy(trainer, *data, slice, prepared->ignoreIndex);
     if (!acc) return fail(acc.error());
     std::cout << "accuracy " << std::fixed << std::setprecision(2) << 100 * *acc << "%\n" << std::defaultfloat;
   }
@@ -300,6 +359,19 @@ Action addTrainCommand(CLI::App& app) {
   addThreadsFlag(cmd, a->threads);
   cmd->add_option("--shape", a->shapes, "NAME=D0,D1,... binds an input's dynamic dimensions (ONNX models)");
   cmd->add_flag("--allow-nan", a->allowNaN, "Keep training when the loss becomes NaN or infinite");
+  cmd->add_option("--ranks", a->ranks,
+                  "Data-parallel: start this many local processes (ranks), each training on an equal slice of "
+                  "every batch, gradients averaged through Gloo; rank 0 prints and writes");
+  cmd->add_option("--rank", a->rank, "Data-parallel: this process's rank (default: $RANK, as torchrun sets it)");
+  cmd->add_option("--world-size", a->worldSize,
+                  "Data-parallel: the number of ranks (default: $WORLD_SIZE, as torchrun sets it, else 1)");
+  cmd->add_option("--store", a->store,
+                  "Data-parallel: where the ranks meet, file:DIR (a directory every rank reaches) or redis:HOST:PORT");
+  cmd->add_option("--hostname", a->hostname,
+                  "Data-parallel: the address this rank listens on for the others (default 127.0.0.1: one machine)");
+  cmd->add_option("--comm-timeout", a->commTimeout,
+                  "Data-parallel: seconds a rank waits for the others before it fails (default 60)");
+  cmd->add_option("--bucket-mb", a->bucketMb, "Data-parallel: MiB of gradients per all-reduce bucket (default 25)");
   addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runTrain(*a); };

@@ -16,6 +16,7 @@ namespace kfuse::cli {
 struct PlanModelArgs {
   std::string model, target = "cpu", loss = "cross_entropy", optimizer = "adam";
   bool train = false, json = false, noInplace = false;
+  bool dataParallel = false;    // --data-parallel: one rank's training step
   std::string layout = "auto";  // --layout
   std::string cpu;              // --cpu; "": this machine
 };

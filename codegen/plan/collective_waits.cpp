@@ -1,0 +1,53 @@
+#include "codegen/plan/collective_waits.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kfuse {
+namespace {
+
+// The index of the step before which Start step `s`'s wait goes.
+size_t waitPosition(const Plan& p, size_t s) {
+  const CollectiveSpec& c = p.steps[s].collective();
+  std::set<int> bucket;
+  for (int b : c.outputs) bucket.insert(p.storageOf(b));
+  bool holdsOutput = false;
+  for (int out : p.outputs) holdsOutput = holdsOutput || bucket.count(p.storageOf(out));
+  // Parameters' new values: in-place rewriting, later, may put them in the
+  // parameters' storage.
+  std::set<int> newState;
+  for (const auto& [param, b] : p.updates) newState.insert(p.storageOf(b));
+  for (size_t t = s + 1; t < p.steps.size(); ++t) {
+    for (int b : stepBuffers(p.steps[t]))
+      if (bucket.count(p.storageOf(b))) return t;
+    if (holdsOutput)
+      for (int w : stepWrites(p, p.steps[t])) {
+        int storage = p.storageOf(w);
+        if (p.buffers[static_cast<size_t>(storage)].kind == BufferKind::Param || newState.count(storage)) return t;
+      }
+  }
+  return p.steps.size();
+}
+
+}  // namespace
+
+void placeCollectiveWaits(Plan& p) {
+  std::vector<std::vector<Step>> waitsBefore(p.steps.size() + 1);
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const Step& start = p.steps[s];
+    if (start.kind() != StepKind::Collective || start.collective().phase != CollectivePhase::Start) continue;
+    Step wait;
+    wait.name = start.name + ".wait";
+    wait.phase = start.phase;
+    wait.body = CollectiveSpec{CollectivePhase::Wait, start.collective().bucket, {}, start.collective().outputs};
+    waitsBefore[waitPosition(p, s)].push_back(std::move(wait));
+  }
+  std::vector<Step> steps;
+  for (size_t t = 0; t <= p.steps.size(); ++t) {
+    for (Step& w : waitsBefore[t]) steps.push_back(std::move(w));
+    if (t < p.steps.size()) steps.push_back(std::move(p.steps[t]));
+  }
+  p.steps = std::move(steps);
+}
+
+}  // namespace kfuse
