@@ -28,11 +28,11 @@ const std::vector<PassInfo>& allPasses() {
              createCanonicalizePass),
       simple("constant-fold", "evaluates nodes whose operands are all constants (shape subgraphs included)",
              createConstantFoldPass),
+      simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       {"data-parallel",
        "all-reduces (mean over the ranks) of a training step's gradients in buckets, its loss and its buffer "
        "updates (options: bucket-mb=25)",
        [](const PassOptions& o) { return createDataParallelPass(o); }},
-      simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       simple("dce", "removes nodes whose results are unused", createDCEPass),
       {"fuse", "groups nodes into fused nodes, each one launch (options: exclude=op1,op2)", createFusePass},
       {"layout",

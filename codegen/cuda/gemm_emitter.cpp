@@ -23,6 +23,9 @@ bool readOutsideStep(const Plan& plan, int buffer, size_t self) {
     if (s.kind() == StepKind::Reference)
       for (int b : s.reference().inputs)
         if (same(b)) return true;
+    if (s.kind() == StepKind::Collective)
+      for (int b : s.collective().inputs)
+        if (same(b)) return true;
     if (s.kind() == StepKind::Gemm && (same(s.gemm().a) || same(s.gemm().b))) return true;
     if (s.kind() == StepKind::Conv &&
         (same(s.conv().operands().first) || same(s.conv().operands().second) || same(s.conv().bias)))

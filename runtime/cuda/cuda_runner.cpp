@@ -352,6 +352,7 @@ Status CudaRunner::readStepTimes() {
 // A reference op: operands to the host, the op's reference implementation,
 // results back (ops with no kernel form yet; never inside a CUDA Graph).
 Status CudaRunner::runHostStep(const Step& s) {
+  if (s.kind() == StepKind::Collective) return runCollective(s.collective());
   KF_RETURN_IF_ERROR(check("cuStreamSynchronize", cu_->streamSynchronize(stream_)));
   std::vector<Tensor> inputs;
   std::vector<TensorType> inTypes, outTypes;
@@ -367,6 +368,19 @@ Status CudaRunner::runHostStep(const Step& s) {
   OpCall call{*s.reference().op, s.reference().attrs, inTypes};
   KF_ASSIGN_OR_RETURN(std::vector<Tensor> outs, s.reference().op->reference(call, ptrs, outTypes));
   for (size_t i = 0; i < outs.size(); ++i) KF_RETURN_IF_ERROR(upload(s.reference().outputs[i], outs[i]));
+  return Status::ok();
+}
+
+// A world of one rank: the mean over the ranks is the bucket itself, moved
+// into the outputs on the stream. Exchanging with other ranks needs NCCL,
+// which this target does not use yet.
+Status CudaRunner::runCollective(const CollectiveSpec& c) {
+  if (opts_.communicator && opts_.communicator->size() > 1)
+    return Error(str("the cuda target exchanges with no other rank yet (", opts_.communicator->size(),
+                     " ranks): data-parallel training runs on the cpu target"));
+  if (c.phase == CollectivePhase::Wait) return Status::ok();
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
   return Status::ok();
 }
 

@@ -75,6 +75,7 @@ class CudaRunner : public PlanRunner {
   Status runDeviceStep(const StepProgram& s);
   Status readStepTimes();
   Status runHostStep(const Step& s);
+  Status runCollective(const CollectiveSpec& c);
   Status runMatmul(const MatmulCall& c);
   Status launch(const KernelLaunch& l);
   Status check(const char* call, CUresult r) const;

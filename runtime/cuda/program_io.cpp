@@ -112,7 +112,8 @@ class ProgramReader {
     s.mode = mode == "host" ? StepMode::Host : StepMode::Device;
     s.note = stringAt(o, "note");
     // The runner hands host steps to the plan step's reference op.
-    if ((s.mode == StepMode::Host) != (planStep.kind() == StepKind::Reference))
+    const bool hostKind = planStep.kind() == StepKind::Reference || planStep.kind() == StepKind::Collective;
+    if ((s.mode == StepMode::Host) != hostKind)
       fail(str("a ", mode, " step for plan step ", planStep.name));
     if (o.contains("matmul")) s.matmul = within("matmul", [&] { return readMatmul(at(o, "matmul")); });
     const json& launches = arrayAt(o, "launches");

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "codegen/trainer.h"
+#include "exec/io/plan_io.h"
 #include "exec/plan.h"
 #include "ir/parser.h"
 #include "runtime/comm/communicator.h"
@@ -167,6 +168,41 @@ TEST(DataParallel, RanksThatCompiledAnotherStepAreRefused) {
     EXPECT_NE(g.error.find("rank 1 compiled another training step than rank 0"), std::string::npos) << g.error;
     EXPECT_TRUE(g.losses.empty());
   }
+}
+
+// A data-parallel step without a communicator runs as a world of one: the
+// same losses as the plain step. Its plan survives a package's JSON.
+TEST(DataParallel, WorldOfOneAndThePlanAsJson) {
+  TrainerOptions dp = options();
+  dp.dataParallel = true;
+  auto a = Trainer::create(mlp(kBatch), dp);
+  auto b = Trainer::create(mlp(kBatch), options());
+  ASSERT_TRUE(a && b);
+  for (int s = 0; s < 3; ++s) {
+    auto la = (*a)->step({inputs(s, 0, kBatch)}, labels(s, 0, kBatch), 0.05);
+    auto lb = (*b)->step({inputs(s, 0, kBatch)}, labels(s, 0, kBatch), 0.05);
+    ASSERT_TRUE(la && lb);
+    EXPECT_EQ(*la, *lb);
+  }
+  const Plan& plan = *(*a)->trainPlan();
+  std::vector<std::pair<std::string, const Tensor*>> constants;
+  std::string text = serializePlan(plan, constants);
+  TensorMap map;
+  for (const auto& [key, t] : constants) map.emplace(key, *t);
+  auto parsed = parsePlan(text, map);
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(printPlan(*parsed), printPlan(plan));
+  EXPECT_NE(printPlan(plan).find("all_reduce.wait bucket 1"), std::string::npos);
+  // A collective this kfuse does not know is refused.
+  std::string bad = text;
+  const std::string op = "\"op\":\"all_reduce\"";
+  size_t at = bad.find(op);
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, op.size(), "\"op\":\"all_gather\"");
+  auto refused = parsePlan(bad, map);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("unknown collective 'all_gather'"), std::string::npos)
+      << refused.error().message();
 }
 
 TEST(DataParallel, ConnectingToNobodyTimesOut) {

@@ -9,6 +9,7 @@ GradFamily optimizerGrads() {
   GradFamily family;
   family.notDifferentiable = {
       {"sgd_update", "optimizer update"},
+      {"all_reduce", "a collective, inserted after autodiff (passes/data_parallel.cpp)"},
       {"adam_update", "optimizer update"},
       {"fused", "made by fusion, which runs after autodiff"},
   };

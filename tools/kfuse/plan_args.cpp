@@ -12,11 +12,12 @@ namespace kfuse::cli {
 
 void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& what) {
   cmd->add_option("model", a.model, "Model (.kir or .onnx)")->required();
-  cmd->add_flag("--train", a.train, "A whole training step (forward, loss, backward, optimizer)");
+  auto* train = cmd->add_flag("--train", a.train, "A whole training step (forward, loss, backward, optimizer)");
   cmd->add_option("--loss", a.loss, "Loss of the training step: cross_entropy or mse");
   cmd->add_option("--optimizer", a.optimizer, "Optimizer of the training step: sgd, adam or adamw");
   cmd->add_flag("--data-parallel", a.dataParallel,
-                "The training step of one rank of a data-parallel run: with its all-reduce buckets (kfuse train --ranks)");
+                "The training step of one rank of a data-parallel run: with its all-reduce buckets (kfuse train --ranks)")
+      ->needs(train);
   cmd->add_option("--target", a.target, "Target whose plan " + what + ": cpu or cuda (no GPU needed)");
   cmd->add_flag("--no-inplace", a.noInplace, "Plan without in-place rewriting");
   cmd->add_option("--layout", a.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
@@ -36,7 +37,6 @@ Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a) {
   o.target = a.target;
   o.layout = a.layout;
   o.execution.cpu = a.cpu;
-  if (a.dataParallel && !a.train) return Error("--data-parallel is a training step's: add --train");
   o.dataParallel = a.dataParallel;
   KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
   KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
