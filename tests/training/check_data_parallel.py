@@ -238,6 +238,29 @@ def killed_rank(args):
     check(ranks[0].returncode == 1 and "rank 0: all_reduce (another rank ended or stalls) failed" in err and took < 15,
           f"by hand: rank 0 fails {took:.1f} s after its peer died: {err.strip()[-300:]}")
 
+    # A rank that stalls (stopped, its connections open): the other fails
+    # once --comm-timeout has passed.
+    store = f"{WORK}/store_stalled"
+    subprocess.run(["rm", "-rf", store])
+    ranks = [subprocess.Popen([KFUSE, "train"] + long + ["--world-size", "2", "--rank", str(r), "--store",
+                                                          f"file:{store}", "--comm-timeout", "4"],
+                              cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for r in (0, 1)]
+    time.sleep(3)
+    start = time.time()
+    ranks[1].send_signal(signal.SIGSTOP)
+    try:
+        _, err = ranks[0].communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        ranks[0].kill()
+        _, err = ranks[0].communicate()
+    took = time.time() - start
+    ranks[1].kill()
+    ranks[1].communicate()
+    check(ranks[0].returncode == 1 and "rank 0: all_reduce (another rank ended or stalls) failed" in err
+          and 3 <= took < 20, f"by hand: rank 0 fails {took:.1f} s after its peer stalled (timeout 4 s): "
+          f"{err.strip()[-300:]}")
+
 
 def mismatched(args):
     store = f"{WORK}/store_mismatch"
