@@ -286,6 +286,7 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
     co.inplace = opts.inplace;
     co.profile = opts.profile;
     co.poison = opts.poison;
+    co.communicator = opts.communicator;
     return cuda::createCudaExecutor(std::move(co));
   }
 #endif

@@ -80,8 +80,8 @@ Status takeRankZeroState(Communicator& comm, Module& m) {
 
 Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model, TrainerOptions opts) {
   std::unique_ptr<Trainer> t(new Trainer());
-  if (dataParallel(opts) && opts.target != "cpu")
-    return Error(str("data-parallel training runs on the cpu target, not ", opts.target));
+  if (dataParallel(opts) && opts.target != "cpu" && opts.target != "cuda")
+    return Error(str("data-parallel training runs on the cpu and cuda targets, not ", opts.target));
   KF_ASSIGN_OR_RETURN(TrainingFunctions fns, buildTrainingStep(*model, opts));
   KF_ASSIGN_OR_RETURN(t->exec_, createExecutor(opts.target, opts.execution));
   t->forward_ = fns.forward;

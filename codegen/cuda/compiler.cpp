@@ -87,7 +87,7 @@ class ProgramEmitter {
       case StepKind::Gemm: return emitGemm(i);
       case StepKind::Collective:
         step.mode = StepMode::Host;
-        step.note = "host: all_reduce (a world of one rank: a copy; exchanging needs NCCL, not used yet)";
+        step.note = "host: all_reduce (the runner's communicator, on the stream)";
         return step;
     }
     return Error("unknown step kind");

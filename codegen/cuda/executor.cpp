@@ -79,6 +79,7 @@ class CudaExecutor : public Executor {
     ro.cudaGraph = opts_.cudaGraph;
     ro.profile = opts_.profile;
     ro.poison = opts_.poison;
+    ro.communicator = opts_.communicator;
     KF_ASSIGN_OR_RETURN(auto runner, CudaRunner::create(plan, std::move(program), ro));
     return runners_.emplace(&fn, std::move(runner)).first->second.get();
   }

@@ -24,6 +24,7 @@ struct CudaExecutorOptions {
   bool inplace = true;     // in-place rewriting of the plans (--no-inplace)
   bool profile = false;    // per-step times (Executor::stepTimes); not with cudaGraph
   bool poison = poisonByDefault();  // poison dead buffers (runtime/plan_runner.h)
+  std::shared_ptr<Communicator> communicator;  // ExecutionOptions::communicator
 };
 
 std::unique_ptr<Executor> createCudaExecutor(CudaExecutorOptions opts = {});

@@ -33,6 +33,14 @@ class Communicator {
   // Every rank passes buffers of the same sizes in the same order, and gets
   // the same bits back. One call is one exchange (a bucket).
   virtual Status allReduceMean(std::span<const CommBuffer> buffers) = 0;
+  // Whether the buffers are device memory and the exchange is enqueued on
+  // a CUDA stream (NCCL), rather than host memory exchanged at once (Gloo).
+  virtual bool onDevice() const { return false; }
+  // onDevice(): allReduceMean's exchange, of device buffers, enqueued on
+  // `stream` (a CUstream) in order with the launches around it.
+  virtual Status allReduceMeanOnStream(std::span<const CommBuffer> buffers, void* stream) {
+    return Error("this communicator exchanges host memory only");
+  }
   // Every rank's `bytes` (the same length on every rank), in rank order.
   virtual Expected<std::vector<std::string>> allGather(std::string_view bytes) = 0;
   // Rank `root`'s `bytes` bytes at `data` into every rank's `data`.

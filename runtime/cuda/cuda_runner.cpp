@@ -371,17 +371,28 @@ Status CudaRunner::runHostStep(const Step& s) {
   return Status::ok();
 }
 
-// A world of one rank: the mean over the ranks is the bucket itself, moved
-// into the outputs on the stream. Exchanging with other ranks needs NCCL,
-// which this target does not use yet.
+// The bucket moves into its outputs on the stream; with other ranks, a
+// communicator on the device (NCCL) then exchanges it on the stream, in
+// order with the launches, and the wait has nothing left to do. On the
+// simulated device, whose memory is the host's, a host communicator (Gloo)
+// exchanges it once the stream has produced it.
 Status CudaRunner::runCollective(const CollectiveSpec& c) {
-  if (opts_.communicator && opts_.communicator->size() > 1)
-    return Error(str("the cuda target exchanges with no other rank yet (", opts_.communicator->size(),
-                     " ranks): data-parallel training runs on the cpu target"));
+  const std::shared_ptr<Communicator>& comm = opts_.communicator;
   if (c.phase == CollectivePhase::Wait) return Status::ok();
   for (size_t i = 0; i < c.outputs.size(); ++i)
     if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
-  return Status::ok();
+  if (!comm || comm->size() == 1) return Status::ok();  // the mean over one rank
+  std::vector<CommBuffer> buffers;
+  for (int b : c.outputs) {
+    const TensorType& t = plan_->buffers[static_cast<size_t>(b)].type;
+    buffers.push_back({reinterpret_cast<void*>(pointer(b)), t.numElements(), t.dtype});
+  }
+  if (comm->onDevice()) return comm->allReduceMeanOnStream(buffers, stream_);
+  if (!simulate_)
+    return Error(str("a GPU's buckets need a communicator that reaches device memory (NCCL); this one reaches host "
+                     "memory only"));
+  KF_RETURN_IF_ERROR(synchronize());
+  return comm->allReduceMean(buffers);
 }
 
 // The launches queued by an earlier run are done before this one binds.

@@ -36,6 +36,10 @@ struct CudaRunnerOptions {
   bool cudaGraph = false;
   bool profile = false;  // per-step times (stepTimes()); not with cudaGraph
   bool poison = poisonByDefault();  // RunnerOptions::poison
+  // RunnerOptions::communicator: on a GPU one that exchanges device memory
+  // on the runner's stream (Communicator::onDevice); on the simulated
+  // device, whose memory is the host's, any.
+  std::shared_ptr<Communicator> communicator;
 };
 
 // A device for PlanRunner (plan_runner.h): binding, stepping, poisoning,
@@ -51,7 +55,8 @@ class CudaRunner : public PlanRunner {
 
  private:
   CudaRunner(std::shared_ptr<const Plan> plan, CudaProgram program, CudaRunnerOptions opts)
-      : PlanRunner(std::move(plan), RunnerOptions{opts.poison, opts.profile}),
+      : PlanRunner(std::move(plan), RunnerOptions{.poison = opts.poison, .profile = opts.profile,
+                                                  .communicator = opts.communicator}),
         program_(std::move(program)),
         simulate_(opts.simulate),
         cudaGraph_(opts.cudaGraph) {}

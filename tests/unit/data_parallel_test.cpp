@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "codegen/backend.h"
 #include "codegen/trainer.h"
 #include "exec/io/plan_io.h"
 #include "exec/plan.h"
@@ -84,7 +85,7 @@ struct RankResult {
 // `ranks` threads train `steps` steps, each on its slice of every batch;
 // rank r's model has batch `sliceOf(r)`.
 std::vector<RankResult> trainRanks(int ranks, int steps, const std::string& store, double bucketMiB = 25,
-                                   std::function<int64_t(int)> sliceOf = {}) {
+                                   std::function<int64_t(int)> sliceOf = {}, TrainerOptions base = options()) {
   std::vector<RankResult> out(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
@@ -96,7 +97,7 @@ std::vector<RankResult> trainRanks(int ranks, int steps, const std::string& stor
         return;
       }
       const int64_t slice = sliceOf ? sliceOf(r) : kBatch / ranks;
-      TrainerOptions o = options();
+      TrainerOptions o = base;
       o.execution.communicator = *comm;
       o.bucketMiB = bucketMiB;
       auto t = Trainer::create(mlp(slice), o);
@@ -167,6 +168,29 @@ TEST(DataParallel, RanksThatCompiledAnotherStepAreRefused) {
   for (const RankResult& g : got) {
     EXPECT_NE(g.error.find("rank 1 compiled another training step than rank 0"), std::string::npos) << g.error;
     EXPECT_TRUE(g.losses.empty());
+  }
+}
+
+// On the cuda target's simulated device (whose memory is the host's, so
+// Gloo reaches it): the same bits on every rank, and the cpu target's
+// ranks' weights within rounding.
+TEST(DataParallel, SimulatedCudaRanksMatchTheCpuRanks) {
+  auto targets = availableTargets();
+  if (std::find(targets.begin(), targets.end(), "cuda") == targets.end()) GTEST_SKIP() << "built without cuda";
+  TrainerOptions sim = options();
+  sim.target = "cuda";
+  sim.execution.cudaSimulate = true;
+  auto got = trainRanks(2, 3, freshStore("sim"), 25, {}, sim);
+  auto want = trainRanks(2, 3, freshStore("simcpu"));
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(got[static_cast<size_t>(r)].error, "") << "rank " << r;
+    EXPECT_EQ(got[static_cast<size_t>(r)].collectiveSteps, 4u);
+    for (size_t s = 0; s < 3; ++s)
+      EXPECT_NEAR(got[static_cast<size_t>(r)].losses[s], want[0].losses[s], 1e-5 * std::abs(want[0].losses[s]));
+  }
+  for (const auto& [name, t] : want[0].params) {
+    EXPECT_TRUE(got[1].params.at(name).identical(got[0].params.at(name))) << name;
+    EXPECT_EQ(test::compareTensors(got[0].params.at(name), t, 1e-6, 1e-5), "") << name;
   }
 }
 
