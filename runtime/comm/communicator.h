@@ -68,4 +68,10 @@ struct CommConfig {
 // store, prefix and size); a full mesh of TCP pairs through Gloo.
 Expected<std::shared_ptr<Communicator>> connectGloo(const CommConfig& config);
 
+// The cuda target's (builds with CUDA): NCCL for device buckets, on the
+// runner's stream (onDevice), beside a Gloo communicator connected as
+// connectGloo, which carries NCCL's unique id and the host's exchanges.
+// Each rank needs a GPU of its own (device 0 of what it sees).
+Expected<std::shared_ptr<Communicator>> connectNccl(const CommConfig& config);
+
 }  // namespace kfuse

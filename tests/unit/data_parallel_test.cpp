@@ -236,6 +236,30 @@ TEST(DataParallel, ConnectingToNobodyTimesOut) {
       << comm.error().message();
 }
 
+// Without a GPU, connecting NCCL fails with NCCL's reason, after the host
+// side (Gloo) has connected: nothing crashes, nothing hangs.
+#if KFUSE_HAS_CUDA
+TEST(DataParallel, NcclWithoutAGpuSaysWhy) {
+  std::string store = freshStore("nccl");
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      auto comm = connectNccl({.rank = r, .size = 2, .store = "file:" + store, .timeoutSeconds = 20});
+      errors[static_cast<size_t>(r)] = comm ? "" : comm.error().message();
+    });
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    const std::string& e = errors[static_cast<size_t>(r)];
+    if (e.empty()) GTEST_SKIP() << "this machine has GPUs: NCCL connected";
+    // No library at all, or NCCL's own error at initialisation.
+    EXPECT_TRUE(e.find("libnccl.so.2 cannot be loaded") != std::string::npos ||
+                e.find(str("rank ", r, ": ncclCommInitRank failed: ")) != std::string::npos)
+        << e;
+  }
+}
+#endif
+
 TEST(DataParallel, BadStoresAreNamed) {
   auto comm = connectGloo({.rank = 0, .size = 2, .store = "tcp://x", .timeoutSeconds = 1});
   ASSERT_FALSE(comm);

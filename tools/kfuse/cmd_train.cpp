@@ -221,7 +221,17 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
       checkDataset(p.data, forward.name(), inputs, forward.resultTypes(), p.batch, p.loss, p.ignoreIndex));
   if (!a.initWeights.empty()) KF_RETURN_IF_ERROR(loadInitWeights(*model, a.initWeights));
   if (p.ranks > 1) {
+    // A GPU's buckets go through NCCL; the simulated device's memory is the
+    // host's, which Gloo reaches.
+#if KFUSE_HAS_CUDA
+    if (a.target == "cuda" && !a.cuda.simulate) {
+      KF_ASSIGN_OR_RETURN(opts.execution.communicator, connectNccl(comm));
+    } else {
+      KF_ASSIGN_OR_RETURN(opts.execution.communicator, connectGloo(comm));
+    }
+#else
     KF_ASSIGN_OR_RETURN(opts.execution.communicator, connectGloo(comm));
+#endif
     opts.bucketMiB = a.bucketMb;
   }
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::create(std::move(model), opts));
