@@ -223,7 +223,8 @@ Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan, int threads) {
   d.packedWeights = packedBytes(plan, packedGemmSteps(plan));
 #endif
   for (uint64_t slot : convScratchSlots(plan, threads > 0 ? threads : availableCpus())) d.convScratch += alignedBytes(slot);
-  d.total = plan.deviceBytes() + d.packedWeights + d.convScratch;
+  d.exchangeStaging = exchangeStagingBytes(plan);
+  d.total = plan.deviceBytes() + d.packedWeights + d.convScratch + d.exchangeStaging;
   return d;
 }
 

@@ -1,5 +1,6 @@
 #include "codegen/plan/memory_report.h"
 
+#include <algorithm>
 #include <set>
 
 #include "codegen/plan/buffer_plan.h"
@@ -85,11 +86,30 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
   return r;
 }
 
+uint64_t exchangeStagingBytes(const Plan& p) {
+  uint64_t f32 = 0, f64 = 0;
+  for (const Step& s : p.steps) {
+    if (s.kind() != StepKind::Collective || s.collective().phase != CollectivePhase::Start) continue;
+    uint64_t bytes[2] = {0, 0};
+    int count[2] = {0, 0};
+    for (int b : s.collective().outputs) {
+      const TensorType& t = p.buffers[static_cast<size_t>(b)].type;
+      int k = t.dtype == DType::F64 ? 1 : 0;
+      bytes[k] += t.byteSize();
+      ++count[k];
+    }
+    if (count[0] > 1) f32 = std::max(f32, bytes[0]);
+    if (count[1] > 1) f64 = std::max(f64, bytes[1]);
+  }
+  return f32 + f64;
+}
+
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d) {
   r.deviceScratch = d.scratch;
   r.libraryWorkspace = d.libraryWorkspace;
   r.packedWeights = d.packedWeights;
   r.threadScratch = d.convScratch;
+  r.exchangeStaging = d.exchangeStaging;
   r.predictedPeak = d.total;
 }
 

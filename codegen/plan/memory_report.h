@@ -42,6 +42,9 @@ struct MemoryReport {
   // the im2col patch matrices of threads beyond the first (cpu_conv.h).
   uint64_t packedWeights = 0;
   uint64_t threadScratch = 0;
+  // cpu, data-parallel: the communicator's staging copy of the largest
+  // all-reduce bucket (Gloo reduces a bucket of several buffers as one).
+  uint64_t exchangeStaging = 0;
   // Every allocation a device makes: each resident buffer aligned, plus the
   // arena, plus the device's own (addDeviceBytes).
   uint64_t predictedPeak = 0;
@@ -63,7 +66,13 @@ struct DeviceBytes {
   uint64_t total = 0;
   uint64_t packedWeights = 0;
   uint64_t convScratch = 0;
+  uint64_t exchangeStaging = 0;
 };
+
+// The host memory a Gloo communicator stages the plan's all-reduce buckets
+// in: per dtype, the largest bucket that holds several buffers of it
+// (runtime/comm/gloo_communicator.cpp reduces those through one copy).
+uint64_t exchangeStagingBytes(const Plan& p);
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d);
 
 }  // namespace kfuse

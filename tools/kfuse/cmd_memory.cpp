@@ -40,6 +40,7 @@ constexpr Row kRows[] = {
     {"library_workspace", "library workspace (cuBLASLt)", &MemoryReport::libraryWorkspace},
     {"packed_weights", "packed GEMM weights (cpu)", &MemoryReport::packedWeights},
     {"thread_scratch", "im2col of other threads (cpu)", &MemoryReport::threadScratch},
+    {"exchange_staging", "all-reduce staging (cpu, Gloo)", &MemoryReport::exchangeStaging},
     {"no_reuse", "no-reuse total (arena buffers)", &MemoryReport::noReuse},
     {"lower_bound", "lower bound (most alive at once)", &MemoryReport::lowerBound},
     {"arena", "arena", &MemoryReport::arena},
@@ -72,7 +73,7 @@ bool scales(const std::vector<MemoryReport>& rs, uint64_t MemoryReport::*f) {
 // split across threads), shown where they are not 0.
 bool deviceOnly(const Row& row) {
   return row.field == &MemoryReport::deviceScratch || row.field == &MemoryReport::libraryWorkspace ||
-         row.field == &MemoryReport::threadScratch;
+         row.field == &MemoryReport::threadScratch || row.field == &MemoryReport::exchangeStaging;
 }
 
 void printTable(const MemoryArgs& a, const std::vector<int64_t>& batches, const std::vector<MemoryReport>& rs) {
