@@ -1,10 +1,13 @@
 #include "codegen/trainer.h"
 
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <sstream>
 
 #include "codegen/backend.h"
 #include "ir/clone.h"
+#include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "ir/support/strings.h"
 #include "ir/weights.h"
@@ -25,7 +28,8 @@ Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& o
   KF_ASSIGN_OR_RETURN(Backend backend, backendFor(opts.target, {.fuse = opts.fuse, .layout = opts.layout, .cpu = opts.execution.cpu}));
   PassManager pm(opts.instrumentation);
   pm.add(createAutodiffPass(opts.training, "train_step"));
-  if (dataParallel(opts)) pm.add(createDataParallelPass(static_cast<uint64_t>(opts.bucketMiB * 1024 * 1024)));
+  if (dataParallel(opts))
+    pm.add(createDataParallelPass(static_cast<uint64_t>(opts.bucketMiB * 1024 * 1024), opts.zeroRanks));
   KF_ASSIGN_OR_RETURN(auto passes, parsePipeline(backend.pipeline));
   pm.add(std::move(passes));
   PassContext ctx;
@@ -35,7 +39,8 @@ Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& o
 }
 
 bool dataParallel(const TrainerOptions& opts) {
-  return opts.dataParallel || (opts.execution.communicator && opts.execution.communicator->size() > 1);
+  return opts.dataParallel || opts.zeroRanks > 0 ||
+         (opts.execution.communicator && opts.execution.communicator->size() > 1);
 }
 
 namespace {
@@ -65,10 +70,31 @@ Status checkSamePlan(Communicator& comm, const Graph& step, const Plan* plan) {
                    "options and per-rank batch size)"));
 }
 
-// Rank 0's parameters and buffers into every rank's module.
-Status takeRankZeroState(Communicator& comm, Module& m) {
+}  // namespace
+
+std::map<std::string, TensorType> shardedState(const Graph& step) {
+  std::map<std::string, TensorType> out;
+  for (const auto& n : step.nodeList()) {
+    if (!n->is(Op::Shard)) continue;
+    for (const Use& use : n->result()->uses())
+      if (use.user->op().gradientOperand >= 0)
+        for (size_t i = 1; i < use.user->numOperands(); ++i) {
+          const Value* v = use.user->operand(i);
+          if (v->kind() == Value::Kind::Param && v->type() == n->result()->type() &&
+              static_cast<int>(i) != use.user->op().gradientOperand)
+            out.emplace(v->name(), n->operand(0)->type());
+        }
+  }
+  return out;
+}
+
+namespace {
+
+// Rank 0's parameters and buffers into every rank's module (ZeRO-1's state
+// shards are each rank's own).
+Status takeRankZeroState(Communicator& comm, Module& m, const std::map<std::string, TensorType>& sharded) {
   for (const auto& p : m.params()) {
-    if (!p->data) continue;
+    if (!p->data || sharded.count(p->name)) continue;
     Tensor t = *p->data;
     KF_RETURN_IF_ERROR(comm.broadcast(t.data(), t.byteSize(), 0));
     if (comm.rank() != 0) m.setParamData(p->name, std::move(t));
@@ -89,7 +115,9 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model
   if (opts.execution.communicator && opts.execution.communicator->size() > 1) {
     Communicator& comm = *opts.execution.communicator;
     KF_RETURN_IF_ERROR(checkSamePlan(comm, *t->train_, t->exec_->planFor(*t->train_)));
-    KF_RETURN_IF_ERROR(takeRankZeroState(comm, *model));
+    if (opts.zeroRanks > 0 && opts.zeroRanks != comm.size())
+      return Error(str("ZeRO-1 over ", opts.zeroRanks, " ranks needs a communicator of as many, not ", comm.size()));
+    KF_RETURN_IF_ERROR(takeRankZeroState(comm, *model, shardedState(*t->train_)));
   }
   t->module_ = std::move(model);
   t->opts_ = std::move(opts);
@@ -140,9 +168,32 @@ std::vector<const Param*> Trainer::parameters() const {
 
 Status Trainer::save(const std::string& path) const {
   sync();
+  const std::shared_ptr<Communicator>& comm = opts_.execution.communicator;
+  // ZeRO-1: each state tensor from every rank's shard, in rank order.
+  std::map<std::string, Tensor> whole;
+  for (const auto& [name, type] : shardedState(*train_)) {
+    const Tensor& mine = *module_->findParam(name)->data;
+    if (!comm) return Error(str("@", name, " is a shard of optimizer state: saving needs the other ranks"));
+    KF_ASSIGN_OR_RETURN(std::vector<std::string> parts,
+                        comm->allGather(std::string_view(reinterpret_cast<const char*>(mine.data()), mine.byteSize())));
+    Tensor t(type);
+    size_t at = 0;
+    for (const std::string& part : parts) {
+      size_t n = std::min(part.size(), t.byteSize() - at);
+      std::memcpy(reinterpret_cast<char*>(t.data()) + at, part.data(), n);
+      at += n;
+    }
+    whole.emplace(name, std::move(t));
+  }
+  if (comm && comm->rank() != 0) return Status::ok();  // rank 0 writes
   std::vector<std::pair<std::string, const Tensor*>> tensors;
-  for (const auto& p : module_->params())
-    if (p->data) tensors.emplace_back(p->name, p->data.get());
+  for (const auto& p : module_->params()) {
+    auto it = whole.find(p->name);
+    if (it != whole.end())
+      tensors.emplace_back(p->name, &it->second);
+    else if (p->data)
+      tensors.emplace_back(p->name, p->data.get());
+  }
   return writeWeightsFile(path, tensors);
 }
 

@@ -4,6 +4,7 @@
 // the same parameters, which every step updates.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct TrainerOptions {
   // Compile the data-parallel step without a communicator (kfuse stats,
   // memory, profile --data-parallel): it runs as a world of one rank.
   bool dataParallel = false;
+  // ZeRO-1: the optimizer state sharded over this many ranks (0: not), each
+  // rank updating its shard of every parameter (passes/data_parallel.cpp).
+  // With a communicator it must be its size.
+  int zeroRanks = 0;
 };
 
 // The forward function and the @train_step built from it.
@@ -52,6 +57,10 @@ struct TrainingFunctions {
 // target's pipeline over the module, instrumented as opts says. The
 // Trainer and `kfuse compile --train` both compile training this way.
 Expected<TrainingFunctions> buildTrainingStep(Module& m, const TrainerOptions& opts);
+
+// ZeRO-1's sharded optimizer state in a training step (the data-parallel
+// pass's zero-ranks): each state buffer's name and its whole type.
+std::map<std::string, TensorType> shardedState(const Graph& step);
 
 // Whether `opts` trains data-parallel: a communicator of several ranks, or
 // TrainerOptions::dataParallel.
@@ -91,7 +100,8 @@ class Trainer {
   // The trainable parameters, in declaration order.
   std::vector<const Param*> parameters() const;
   // Writes every parameter and buffer (optimizer state included) to a
-  // weights file, atomically.
+  // weights file, atomically. Data-parallel, every rank calls it and rank 0
+  // writes; ZeRO-1's state shards are gathered into whole tensors first.
   Status save(const std::string& path) const;
 
  private:

@@ -16,6 +16,16 @@ std::string_view convDirectionName(ConvDirection d) {
   return "?";
 }
 
+std::string_view collectiveOpName(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "all_reduce";
+    case CollectiveOp::ReduceScatter: return "reduce_scatter";
+    case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::Shard: return "shard";
+  }
+  return "?";
+}
+
 int Plan::storageOf(int b) const {
   while (buffers[static_cast<size_t>(b)].kind == BufferKind::Alias) b = buffers[static_cast<size_t>(b)].aliasOf;
   return b;
@@ -148,11 +158,12 @@ std::string printPlan(const Plan& p) {
       }
       case StepKind::Collective: {
         const CollectiveSpec& c = s.collective();
+        const std::string ranks = c.op == CollectiveOp::AllReduce ? std::string() : str(" of ", c.ranks, " ranks");
         if (c.phase == CollectivePhase::Start)
-          os << "all_reduce.start bucket " << c.bucket << " (" << bufferList(p, c.inputs) << ") -> ("
-             << bufferList(p, c.outputs) << ")";
+          os << collectiveOpName(c.op) << ".start bucket " << c.bucket << ranks << " (" << bufferList(p, c.inputs)
+             << ") -> (" << bufferList(p, c.outputs) << ")";
         else
-          os << "all_reduce.wait bucket " << c.bucket << " (" << bufferList(p, c.outputs) << ")";
+          os << collectiveOpName(c.op) << ".wait bucket " << c.bucket << " (" << bufferList(p, c.outputs) << ")";
         break;
       }
     }

@@ -123,12 +123,20 @@ struct ConvSpec {
 // runner's communicator; Wait, placed before the first later step that
 // touches an output (codegen/plan/collective_waits.h), blocks until the
 // exchange is done. In between the outputs belong to the communicator.
+// ZeRO-1's collectives (ir/ops/collective.cpp) are steps of the same two
+// phases: reduce_scatter and all_gather exchange, shard only copies this
+// rank's part; each has one input and one output, and `ranks` says how the
+// tensor is cut.
 enum class CollectivePhase : uint8_t { Start, Wait };
+enum class CollectiveOp : uint8_t { AllReduce, ReduceScatter, AllGather, Shard };
+std::string_view collectiveOpName(CollectiveOp op);  // the op's registry name
 struct CollectiveSpec {
   CollectivePhase phase = CollectivePhase::Start;
   int bucket = 0;
   std::vector<int> inputs;   // Start only
   std::vector<int> outputs;  // the bucket, in both phases
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int64_t ranks = 0;  // ZeRO-1's ops: the shards' count
 };
 
 // What a step launches, one alternative per kind: a bundle of generated

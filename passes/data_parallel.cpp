@@ -16,6 +16,14 @@
 // The graph does not depend on the number of ranks (the communicator
 // divides), so every rank compiles the same plan. With equal slices, the
 // mean of the ranks' mean gradients is the gradient of the global batch.
+//
+// zero-ranks=N (ZeRO-1, optimizer state sharded over N ranks): instead of
+// all-reducing a gradient, each optimizer update becomes
+//   reduce_scatter of the gradient (this rank's shard of its mean, right
+//   after the gradient is produced), shard of the parameter, the update on
+//   the shards with the state held as shards (the module's state buffers
+//   become [ceil(size / N)]), all_gather of the new parameter;
+// every rank then holds 1/N of the optimizer state. The graph depends on N.
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -35,7 +43,7 @@ bool isFloat(const Value* v) { return v->type().dtype == DType::F32 || v->type()
 
 class DataParallelPass : public Pass {
  public:
-  explicit DataParallelPass(uint64_t bucketBytes) : bucketBytes_(bucketBytes) {}
+  DataParallelPass(uint64_t bucketBytes, int64_t zeroRanks) : bucketBytes_(bucketBytes), zeroRanks_(zeroRanks) {}
   std::string_view name() const override { return "data-parallel"; }
 
   PassResult run(Graph& g, const PassContext&) override {
@@ -48,7 +56,14 @@ class DataParallelPass : public Pass {
     if (!g.results().empty() && isFloat(g.results()[0]) && g.results()[0]->type().rank() == 0)
       exchange(g, {g.results()[0]}, bucket++, Phase::Loss);
     for (const auto& b : buckets(buffers(g))) exchange(g, b, bucket++, Phase::Forward);
-    for (const auto& b : buckets(grads)) exchange(g, b, bucket++, Phase::Backward);
+    if (zeroRanks_ > 0) {
+      std::vector<Node*> updates;
+      for (const auto& n : g.nodeList())
+        if (n->op().gradientOperand >= 0) updates.push_back(n.get());
+      for (Node* u : updates) shardUpdate(g, u, bucket);
+    } else {
+      for (const auto& b : buckets(grads)) exchange(g, b, bucket++, Phase::Backward);
+    }
     // Readers of an early gradient may precede its bucket's node.
     sortTopologically(g);
     return true;
@@ -124,7 +139,56 @@ class DataParallelPass : public Pass {
     }
   }
 
+  // ZeRO-1: update `u` on this rank's shards (see the file comment).
+  void shardUpdate(Graph& g, Node* u, int& bucket) {
+    const auto gi = static_cast<size_t>(u->op().gradientOperand);
+    Value* param = u->operand(0);
+    Value* grad = u->operand(gi);
+    const TensorType whole = param->type();
+    const TensorType part(whole.dtype, {(whole.numElements() + zeroRanks_ - 1) / zeroRanks_});
+    const OpRegistry& ops = OpRegistry::global();
+    const Attribute ranks(zeroRanks_);
+    Node* afterGrad = nullptr;  // the node after the gradient's producer
+    if (!grad->producer()) afterGrad = g.nodeList().front().get();
+    for (auto it = g.nodeList().begin(); it != g.nodeList().end() && grad->producer(); ++it)
+      if (it->get() == grad->producer()) {
+        auto next = std::next(it);
+        afterGrad = next == g.nodeList().end() ? nullptr : next->get();
+      }
+    Node* rs = g.createNode(ops.get(Op::ReduceScatter), {grad}, {part},
+                            {{"ranks", ranks}, {"bucket", Attribute(int64_t{bucket++})}}, afterGrad);
+    rs->phase = Phase::Backward;
+    Node* sh = g.createNode(ops.get(Op::Shard), {param}, {part}, {{"ranks", ranks}}, u);
+    sh->phase = Phase::Optimizer;
+    std::vector<Value*> operands = u->operands();
+    operands[0] = sh->result();
+    operands[gi] = rs->result();
+    for (size_t i = 1; i < operands.size(); ++i) {
+      Value* v = operands[i];
+      if (i == gi || v->kind() != Value::Kind::Param || !(v->type() == whole)) continue;
+      // Optimizer state: this rank's shard only, zero like the whole.
+      Param* state = g.module()->findParam(v->name());
+      state->type = part;
+      g.module()->setParamData(v->name(), Tensor(part));
+      v->setType(part);
+    }
+    std::vector<TensorType> types;
+    for (size_t r = 0; r < u->numResults(); ++r) types.push_back(u->result(r)->type() == whole ? part : u->result(r)->type());
+    Node* sharded = g.createNode(u->op(), operands, types, u->attrs(), u);
+    sharded->copyProvenance(*u);
+    Node* gather = g.createNode(ops.get(Op::AllGather), {sharded->result(0)}, {whole},
+                                {{"ranks", ranks},
+                                 {"shape", Attribute(std::vector<int64_t>(whole.shape.begin(), whole.shape.end()))},
+                                 {"bucket", Attribute(int64_t{bucket++})}},
+                                u);
+    gather->phase = Phase::Optimizer;
+    g.replaceAllUsesWith(u->result(0), gather->result());
+    for (size_t r = 1; r < u->numResults(); ++r) g.replaceAllUsesWith(u->result(r), sharded->result(r));
+    g.eraseNode(u);
+  }
+
   uint64_t bucketBytes_;
+  int64_t zeroRanks_;
   std::map<const Node*, size_t> position_;
 };
 
@@ -132,18 +196,25 @@ class DataParallelPass : public Pass {
 
 Expected<std::unique_ptr<Pass>> createDataParallelPass(const PassOptions& options) {
   double mib = kDefaultBucketMiB;
+  int64_t zero = 0;
   for (const auto& [key, v] : options) {
-    if (key != "bucket-mb")
-      return Error(str("pass 'data-parallel' has no option '", key, "' (options: bucket-mb)"));
-    auto res = std::from_chars(v.data(), v.data() + v.size(), mib);
-    if (res.ec != std::errc() || res.ptr != v.data() + v.size() || !(mib > 0))
-      return Error(str("data-parallel option bucket-mb=", v, " must be a positive number of MiB"));
+    if (key == "bucket-mb") {
+      auto res = std::from_chars(v.data(), v.data() + v.size(), mib);
+      if (res.ec != std::errc() || res.ptr != v.data() + v.size() || !(mib > 0))
+        return Error(str("data-parallel option bucket-mb=", v, " must be a positive number of MiB"));
+    } else if (key == "zero-ranks") {
+      auto res = std::from_chars(v.data(), v.data() + v.size(), zero);
+      if (res.ec != std::errc() || res.ptr != v.data() + v.size() || zero < 1)
+        return Error(str("data-parallel option zero-ranks=", v, " must be a number of ranks, at least 1"));
+    } else {
+      return Error(str("pass 'data-parallel' has no option '", key, "' (options: bucket-mb, zero-ranks)"));
+    }
   }
-  return createDataParallelPass(static_cast<uint64_t>(mib * 1024 * 1024));
+  return createDataParallelPass(static_cast<uint64_t>(mib * 1024 * 1024), zero);
 }
 
-std::unique_ptr<Pass> createDataParallelPass(uint64_t bucketBytes) {
-  return std::make_unique<DataParallelPass>(std::max<uint64_t>(bucketBytes, 1));
+std::unique_ptr<Pass> createDataParallelPass(uint64_t bucketBytes, int64_t zeroRanks) {
+  return std::make_unique<DataParallelPass>(std::max<uint64_t>(bucketBytes, 1), zeroRanks);
 }
 
 }  // namespace kfuse

@@ -31,7 +31,7 @@ const std::vector<PassInfo>& allPasses() {
       simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       {"data-parallel",
        "all-reduces (mean over the ranks) of a training step's gradients in buckets, its loss and its buffer "
-       "updates (options: bucket-mb=25)",
+       "updates (options: bucket-mb=25, zero-ranks=N: ZeRO-1, optimizer state sharded over N ranks)",
        [](const PassOptions& o) { return createDataParallelPass(o); }},
       simple("dce", "removes nodes whose results are unused", createDCEPass),
       {"fuse", "groups nodes into fused nodes, each one launch (options: exclude=op1,op2)", createFusePass},

@@ -38,7 +38,8 @@ Expected<std::unique_ptr<Pass>> createFusePass(const PassOptions& options);
 // data-parallel{bucket-mb=N}: all-reduces of a training step's gradients,
 // loss and buffer updates over the ranks (passes/data_parallel.cpp).
 Expected<std::unique_ptr<Pass>> createDataParallelPass(const PassOptions& options);
-std::unique_ptr<Pass> createDataParallelPass(uint64_t bucketBytes);
+// zeroRanks > 0: ZeRO-1, optimizer state sharded over that many ranks.
+std::unique_ptr<Pass> createDataParallelPass(uint64_t bucketBytes, int64_t zeroRanks = 0);
 Expected<std::unique_ptr<Pass>> createLayoutPass(const PassOptions& options);
 
 }  // namespace kfuse

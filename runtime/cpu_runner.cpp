@@ -146,6 +146,8 @@ Status CpuRunner::runStep(size_t index) {
       return Status::ok();
     case StepKind::Reference: return runReference(s);
     case StepKind::Collective:
+      if (s.collective().op == CollectiveOp::Shard && s.collective().phase == CollectivePhase::Wait)
+        return Status::ok();  // done at its start
       return s.collective().phase == CollectivePhase::Start ? startCollective(s.collective())
                                                             : waitCollective(s.collective().bucket);
   }
@@ -371,6 +373,7 @@ Status CpuRunner::runReference(const Step& s) {
 // The bucket's values move into its outputs (unless computed there), and
 // the exchange starts; the steps up to its wait run meanwhile.
 Status CpuRunner::startCollective(const CollectiveSpec& c) {
+  if (c.op != CollectiveOp::AllReduce) return startSharded(c);
   std::vector<CommBuffer> buffers;
   for (size_t i = 0; i < c.outputs.size(); ++i) {
     if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
@@ -378,14 +381,77 @@ Status CpuRunner::startCollective(const CollectiveSpec& c) {
     buffers.push_back({at(c.outputs[i]), t.numElements(), t.dtype});
   }
   if (!opts_.communicator || opts_.communicator->size() == 1) return Status::ok();  // the mean over one rank
-  if (inFlight_.count(c.bucket)) return Error(str("bucket ", c.bucket, " started twice"));
+  return launchExchange(c.bucket, [comm = opts_.communicator, buffers = std::move(buffers)] {
+    return comm->allReduceMean(buffers);
+  });
+}
+
+// The exchange runs on a thread of its own once the one started before it
+// is done, so that every rank issues them in the plan's order.
+Status CpuRunner::launchExchange(int bucket, std::function<Status()> exchange) {
+  if (inFlight_.count(bucket)) return Error(str("bucket ", bucket, " started twice"));
   std::shared_future<Status> before = lastExchange_;
-  lastExchange_ = std::async(std::launch::async, [comm = opts_.communicator, buffers = std::move(buffers), before] {
+  lastExchange_ = std::async(std::launch::async, [exchange = std::move(exchange), before] {
                     if (before.valid()) before.wait();
-                    return comm->allReduceMean(buffers);
+                    return exchange();
                   }).share();
-  inFlight_.emplace(c.bucket, lastExchange_);
+  inFlight_.emplace(bucket, lastExchange_);
   return Status::ok();
+}
+
+// ZeRO-1 (ir/ops/collective.cpp): this rank's shard of the input (shard, at
+// once; reduce_scatter, of the input's mean over the ranks), or the whole
+// tensor from every rank's shard (all_gather). What the exchange reads is
+// copied at the start, so the input may be overwritten before the wait.
+Status CpuRunner::startSharded(const CollectiveSpec& c) {
+  const std::shared_ptr<Communicator>& comm = opts_.communicator;
+  const int size = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  if (size != c.ranks)
+    return Error(str(collectiveOpName(c.op), " cuts tensors into ", c.ranks, " shards; this run has ", size,
+                     size == 1 ? " rank" : " ranks"));
+  const TensorType& in = plan_->buffers[static_cast<size_t>(c.inputs[0])].type;
+  const TensorType& out = plan_->buffers[static_cast<size_t>(c.outputs[0])].type;
+  const size_t elem = dtypeSize(in.dtype);
+  std::byte* src = at(c.inputs[0]);
+  std::byte* dst = at(c.outputs[0]);
+  if (size == 1) {  // one shard, the whole tensor: a copy
+    std::memcpy(dst, src, std::min(in.byteSize(), out.byteSize()));
+    return Status::ok();
+  }
+  if (c.op == CollectiveOp::AllGather) {
+    const auto shard = static_cast<size_t>(in.numElements()) * elem, whole = out.byteSize();
+    return launchExchange(c.bucket, [comm, mine = std::string(reinterpret_cast<const char*>(src), shard), dst,
+                                     whole]() -> Status {
+      KF_ASSIGN_OR_RETURN(std::vector<std::string> all, comm->allGather(mine));
+      size_t at = 0;
+      for (const std::string& part : all) {
+        size_t n = std::min(part.size(), whole - at);
+        std::memcpy(dst + at, part.data(), n);
+        at += n;
+      }
+      return Status::ok();
+    });
+  }
+  const auto shard = static_cast<size_t>(out.numElements()) * elem, whole = in.byteSize();
+  const size_t first = std::min(whole, static_cast<size_t>(rank) * shard);
+  if (c.op == CollectiveOp::Shard) {
+    const size_t n = std::min(shard, whole - first);
+    std::memcpy(dst, src + first, n);
+    std::memset(dst + n, 0, shard - n);
+    return Status::ok();
+  }
+  // reduce_scatter: the mean of the whole (zero-padded) tensor, of which
+  // this rank keeps its shard. (An all-reduce moves twice what a
+  // reduce-scatter must; Gloo's has no new-style reduce-scatter.)
+  std::vector<std::byte> padded(shard * static_cast<size_t>(size));
+  std::memcpy(padded.data(), src, whole);
+  return launchExchange(c.bucket, [comm, padded = std::move(padded), dst, shard, mineAt = static_cast<size_t>(rank) * shard,
+                                   dt = in.dtype, elements = out.numElements() * size]() mutable -> Status {
+    CommBuffer b{padded.data(), elements, dt};
+    KF_RETURN_IF_ERROR(comm->allReduceMean(std::span<const CommBuffer>(&b, 1)));
+    std::memcpy(dst, padded.data() + mineAt, shard);
+    return Status::ok();
+  });
 }
 
 Status CpuRunner::waitCollective(int bucket) {

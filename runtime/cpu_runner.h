@@ -3,6 +3,7 @@
 // GEMMs call BLAS; reference steps call the op's reference implementation.
 #pragma once
 
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -58,6 +59,8 @@ class CpuRunner : public PlanRunner {
   Status runConv(const ConvSpec& c, KernelFn direct);
   Status runReference(const Step& s);
   Status startCollective(const CollectiveSpec& c);
+  Status startSharded(const CollectiveSpec& c);
+  Status launchExchange(int bucket, std::function<Status()> exchange);
   Status waitCollective(int bucket);
   Status finishRun() override;
   std::byte* at(int buffer) const { return ptr_[static_cast<size_t>(buffer)]; }

@@ -39,7 +39,8 @@ void placeCollectiveWaits(Plan& p) {
     Step wait;
     wait.name = start.name + ".wait";
     wait.phase = start.phase;
-    wait.body = CollectiveSpec{CollectivePhase::Wait, start.collective().bucket, {}, start.collective().outputs};
+    const CollectiveSpec& c = start.collective();
+    wait.body = CollectiveSpec{CollectivePhase::Wait, c.bucket, {}, c.outputs, c.op, c.ranks};
     waitsBefore[waitPosition(p, s)].push_back(std::move(wait));
   }
   std::vector<Step> steps;

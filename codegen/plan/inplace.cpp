@@ -166,6 +166,7 @@ class InPlace {
   // A bucket exchanged where its values were computed: no copy at the start.
   void collectiveStep(const Step& step, int s) {
     const CollectiveSpec& c = step.collective();
+    if (c.op != CollectiveOp::AllReduce) return;  // a shard is not the tensor
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       int in = c.inputs[i], out = c.outputs[i];
       if (!fits(out, in, s)) continue;

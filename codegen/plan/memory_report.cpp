@@ -87,9 +87,16 @@ MemoryReport memoryReport(const Plan& p, const std::set<std::string>& trainable)
 }
 
 uint64_t exchangeStagingBytes(const Plan& p) {
-  uint64_t f32 = 0, f64 = 0;
+  uint64_t f32 = 0, f64 = 0, shards = 0;
   for (const Step& s : p.steps) {
     if (s.kind() != StepKind::Collective || s.collective().phase != CollectivePhase::Start) continue;
+    const CollectiveSpec& c = s.collective();
+    // ZeRO-1: the whole tensor, padded, in which the ranks' shards meet.
+    if (c.op == CollectiveOp::ReduceScatter || c.op == CollectiveOp::AllGather) {
+      const TensorType& part = p.buffers[static_cast<size_t>(c.op == CollectiveOp::AllGather ? c.inputs[0] : c.outputs[0])].type;
+      shards = std::max<uint64_t>(shards, part.byteSize() * static_cast<uint64_t>(c.ranks));
+    }
+    if (c.op != CollectiveOp::AllReduce) continue;
     uint64_t bytes[2] = {0, 0};
     int count[2] = {0, 0};
     for (int b : s.collective().outputs) {
@@ -101,7 +108,7 @@ uint64_t exchangeStagingBytes(const Plan& p) {
     if (count[0] > 1) f32 = std::max(f32, bytes[0]);
     if (count[1] > 1) f64 = std::max(f64, bytes[1]);
   }
-  return f32 + f64;
+  return std::max(f32 + f64, shards);
 }
 
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d) {

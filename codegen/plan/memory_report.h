@@ -71,7 +71,9 @@ struct DeviceBytes {
 
 // The host memory a Gloo communicator stages the plan's all-reduce buckets
 // in: per dtype, the largest bucket that holds several buffers of it
-// (runtime/comm/gloo_communicator.cpp reduces those through one copy).
+// (runtime/comm/gloo_communicator.cpp reduces those through one copy), or
+// ZeRO-1's largest padded tensor (the cpu runner's reduce-scatter and
+// all-gather), whichever is larger.
 uint64_t exchangeStagingBytes(const Plan& p);
 void addDeviceBytes(MemoryReport& r, const DeviceBytes& d);
 

@@ -117,7 +117,8 @@ class PlanBuilder {
       ids_[n.result()] = add(std::move(b));
       return Status::ok();
     }
-    if (n.is(Op::AllReduce)) return collective(n);
+    if (n.is(Op::AllReduce) || n.is(Op::ReduceScatter) || n.is(Op::AllGather) || n.is(Op::Shard))
+      return collective(n);
     if (isView(n)) {
       PlanBuffer b = buffer(names_(n.result()), n.result()->type(), BufferKind::Alias);
       b.aliasOf = bufferOf(n.operand(0));
@@ -156,11 +157,19 @@ class PlanBuilder {
   // (placeCollectiveWaits).
   Status collective(const Node& n) {
     Step s;
-    s.name = uniqueName("all_reduce");
+    s.name = uniqueName(std::string(n.opName()));
     CollectiveSpec c;
-    c.bucket = static_cast<int>(n.attr("bucket").asInt());
+    c.op = n.is(Op::AllReduce)       ? CollectiveOp::AllReduce
+           : n.is(Op::ReduceScatter) ? CollectiveOp::ReduceScatter
+           : n.is(Op::AllGather)     ? CollectiveOp::AllGather
+                                     : CollectiveOp::Shard;
+    c.bucket = n.is(Op::Shard) ? 0 : static_cast<int>(n.attr("bucket").asInt());
+    if (c.op != CollectiveOp::AllReduce) c.ranks = n.attr("ranks").asInt();
     for (const Value* v : n.operands()) c.inputs.push_back(bufferOf(v));
     for (size_t i = 0; i < n.numResults(); ++i) c.outputs.push_back(temp(n.result(i)));
+    // ZeRO-1 scatters gradients only: the whole one is a gradient in memory
+    // reports, as its shard (the update's operand) is.
+    if (c.op == CollectiveOp::ReduceScatter) markGradient(c.inputs[0]);
     s.body = std::move(c);
     plan_.steps.push_back(std::move(s));
     return Status::ok();

@@ -108,7 +108,8 @@ ojson writeStep(const Step& s) {
     }
     case StepKind::Collective: {
       const CollectiveSpec& c = s.collective();
-      o["collective"] = {{"op", "all_reduce"},
+      o["collective"] = {{"op", std::string(collectiveOpName(c.op))},
+                         {"ranks", c.ranks},
                          {"phase", nameOf(c.phase, kCollectivePhases)},
                          {"bucket", c.bucket},
                          {"inputs", c.inputs},
@@ -408,7 +409,9 @@ class PlanReader {
   // An all-reduce phase: float buffers, each input the type of its output.
   CollectiveSpec readCollective(const json& o) const {
     CollectiveSpec c;
-    if (stringAt(o, "op") != "all_reduce") fail(str("unknown collective '", stringAt(o, "op"), "'"));
+    c.op = enumNamed<CollectiveOp>(stringAt(o, "op"), 4, collectiveOpName, "collective");
+    c.ranks = intAt(o, "ranks", 0, std::numeric_limits<int32_t>::max());
+    if (c.op != CollectiveOp::AllReduce && c.ranks < 1) fail(str(collectiveOpName(c.op), " over ", c.ranks, " ranks"));
     c.phase = enumNamed<CollectivePhase>(stringAt(o, "phase"), kCollectivePhases, "collective phase");
     c.bucket = static_cast<int>(intAt(o, "bucket", 0, std::numeric_limits<int32_t>::max()));
     c.inputs = buffersAt(o, "inputs", "input buffer");
@@ -417,9 +420,20 @@ class PlanReader {
     if (c.phase == CollectivePhase::Start && c.inputs.size() != c.outputs.size())
       fail(str("a collective start with ", c.inputs.size(), " inputs and ", c.outputs.size(), " outputs"));
     if (c.phase == CollectivePhase::Wait && !c.inputs.empty()) fail("a collective wait with inputs");
+    if (c.op != CollectiveOp::AllReduce && c.outputs.size() != 1) fail(str("a ", collectiveOpName(c.op), " of several buffers"));
     for (size_t i = 0; i < c.outputs.size(); ++i) {
       const TensorType& t = typeOf(c.outputs[i]);
       if (t.dtype != DType::F32 && t.dtype != DType::F64) fail(str("collective output b", c.outputs[i], " is ", formatType(t)));
+      if (c.op != CollectiveOp::AllReduce && c.phase == CollectivePhase::Start) {
+        // One side is the whole tensor, the other this rank's shard of it.
+        const TensorType& whole = typeOf(c.op == CollectiveOp::AllGather ? c.outputs[0] : c.inputs[0]);
+        const TensorType& part = typeOf(c.op == CollectiveOp::AllGather ? c.inputs[0] : c.outputs[0]);
+        if (whole.dtype != part.dtype || part.numElements() * c.ranks < whole.numElements() ||
+            (part.numElements() - 1) * c.ranks >= whole.numElements() + (whole.numElements() == 0 ? 1 : 0))
+          fail(str(collectiveOpName(c.op), ": ", formatType(part), " is not a shard of ", formatType(whole), " over ",
+                   c.ranks, " ranks"));
+        continue;
+      }
       if (i < c.inputs.size() && !(typeOf(c.inputs[i]) == t))
         fail(str("collective input b", c.inputs[i], " is ", formatType(typeOf(c.inputs[i])), ", its output ",
                  formatType(t)));

@@ -379,6 +379,12 @@ Status CudaRunner::runHostStep(const Step& s) {
 Status CudaRunner::runCollective(const CollectiveSpec& c) {
   const std::shared_ptr<Communicator>& comm = opts_.communicator;
   if (c.phase == CollectivePhase::Wait) return Status::ok();
+  if (c.op != CollectiveOp::AllReduce) {
+    // One shard is the whole tensor; more need the cpu target.
+    if (c.ranks != 1 || (comm && comm->size() > 1))
+      return Error(str(collectiveOpName(c.op), ": ZeRO-1's sharded optimizer runs on the cpu target"));
+    return copyBuffer(c.outputs[0], c.inputs[0]);
+  }
   for (size_t i = 0; i < c.outputs.size(); ++i)
     if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
   if (!comm || comm->size() == 1) return Status::ok();  // the mean over one rank

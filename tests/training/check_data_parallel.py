@@ -6,7 +6,8 @@
 - the spiral MLP (SGD with momentum) and a small CNN (Adam), trained by one
   process and by 2, 3 and 4 ranks on equal slices of every batch: every
   step's loss within 1e-5 relative, the final weights within 1e-5 relative
-  (of the largest weight of each tensor);
+  (of the largest weight of each tensor); and the spiral MLP with Adam under
+  ZeRO-1 (--zero) on 2 and 3 ranks, its saved moments gathered whole;
 - a global batch that does not divide into equal slices is refused before
   any rank starts;
 - a rank killed mid-run: the launcher names it and stops the others; a
@@ -143,16 +144,16 @@ def check(cond, what):
         failures.append(what)
 
 
-def same_training(name, args):
+def same_training(name, args, extra=(), rank_counts=(2, 3, 4)):
     base = run(args + ["--save-weights", f"{name}_1.safetensors", "--log-json", f"{name}_1.jsonl"], cwd=WORK)
     check(base.returncode == 0, f"{name}: one process trains ({base.stderr.strip()})")
     want_w, want_l = read_safetensors(f"{WORK}/{name}_1.safetensors"), losses(f"{WORK}/{name}_1.jsonl")
-    for ranks in (2, 3, 4):
+    for ranks in rank_counts:
         if int(args[args.index("--batch") + 1]) % ranks:
             continue
         tag = f"{name}_{ranks}"
-        r = run(args + ["--ranks", str(ranks), "--save-weights", f"{tag}.safetensors", "--log-json", f"{tag}.jsonl"],
-                cwd=WORK)
+        r = run(args + list(extra) + ["--ranks", str(ranks), "--save-weights", f"{tag}.safetensors", "--log-json",
+                                      f"{tag}.jsonl"], cwd=WORK)
         check(r.returncode == 0, f"{name}: {ranks} ranks train ({r.stderr.strip()})")
         if r.returncode:
             continue
@@ -281,6 +282,10 @@ def mismatched(args):
 spiral_args = spiral()
 same_training("spiral", spiral_args)
 same_training("cnn", cnn())
+# ZeRO-1: the optimizer state sharded over the ranks; the saved Adam moments
+# are gathered whole, equal to one process's.
+adam = spiral_args[:spiral_args.index("--optimizer")] + ["--optimizer", "adam", "--lr", "0.01"]
+same_training("spiral_adam_zero", adam, ["--zero"], (2, 3))
 uneven(spiral_args)
 mismatched(spiral_args)
 killed_rank(spiral_args)

@@ -171,6 +171,41 @@ TEST(DataParallel, RanksThatCompiledAnotherStepAreRefused) {
   }
 }
 
+// ZeRO-1: each rank holds half (a third) of the momentum or Adam moments and
+// reaches plain data parallelism's weights; saving gathers the state whole.
+TEST(DataParallel, ZeroOneMatchesPlainDataParallelism) {
+  for (OptimizerKind kind : {OptimizerKind::SGD, OptimizerKind::Adam}) {
+    TrainerOptions base = options();
+    base.training.optimizer.kind = kind;
+    for (int ranks : {2, 3}) {
+      auto plain = trainRanks(ranks, 6, freshStore(str("plain", ranks)), 25, {}, base);
+      TrainerOptions zero = base;
+      zero.zeroRanks = ranks;
+      auto got = trainRanks(ranks, 6, freshStore(str("zero", ranks)), 25, {}, zero);
+      for (int r = 0; r < ranks; ++r) {
+        const RankResult& g = got[static_cast<size_t>(r)];
+        ASSERT_EQ(g.error, "") << ranks << " ranks, rank " << r;
+        for (size_t s = 0; s < g.losses.size(); ++s)
+          EXPECT_NEAR(g.losses[s], plain[0].losses[s], 1e-6 * std::abs(plain[0].losses[s]));
+        for (const auto& [name, t] : plain[0].params) {
+          if (name.find(".weight") == std::string::npos && name.find(".bias") == std::string::npos) continue;
+          const Tensor& mine = g.params.at(name);
+          if (mine.type() == t.type()) {  // a parameter: whole, and the same on every rank
+            EXPECT_EQ(test::compareTensors(mine, t, 1e-6, 1e-5), "") << name;
+            EXPECT_TRUE(mine.identical(got[0].params.at(name))) << name << " rank " << r;
+            continue;
+          }
+          // Optimizer state: this rank's shard of the whole.
+          const int64_t shard = (t.numElements() + ranks - 1) / ranks;
+          ASSERT_EQ(mine.numElements(), shard) << name;
+          for (int64_t i = 0; i < shard && r * shard + i < t.numElements(); ++i)
+            EXPECT_NEAR(mine.at(i), t.at(r * shard + i), 1e-6 + 1e-5 * std::abs(t.at(r * shard + i))) << name << "[" << i << "]";
+        }
+      }
+    }
+  }
+}
+
 // On the cuda target's simulated device (whose memory is the host's, so
 // Gloo reaches it): the same bits on every rank, and the cpu target's
 // ranks' weights within rounding.

@@ -10,6 +10,9 @@ GradFamily optimizerGrads() {
   family.notDifferentiable = {
       {"sgd_update", "optimizer update"},
       {"all_reduce", "a collective, inserted after autodiff (passes/data_parallel.cpp)"},
+      {"reduce_scatter", "a collective, inserted after autodiff (passes/data_parallel.cpp)"},
+      {"all_gather", "a collective, inserted after autodiff (passes/data_parallel.cpp)"},
+      {"shard", "ZeRO-1's, inserted after autodiff (passes/data_parallel.cpp)"},
       {"adam_update", "optimizer update"},
       {"fused", "made by fusion, which runs after autodiff"},
   };

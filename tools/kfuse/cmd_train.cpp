@@ -45,6 +45,7 @@ struct TrainArgs {
   int ranks = 0, rank = -1, worldSize = 0, commTimeout = 60;
   std::string store, hostname = "127.0.0.1";
   double bucketMb = 25;
+  bool zero = false;
 };
 
 Error unevenBatch(int64_t batch, int ranks) {
@@ -205,6 +206,7 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
   KF_ASSIGN_OR_RETURN(CommConfig comm, commConfig(a));
   p.rank = comm.rank;
   p.ranks = comm.size;
+  if (a.zero && p.ranks == 1) return Error("--zero shards the optimizer state over the ranks: add --ranks N (N > 1)");
   // Each rank trains on an equal slice of the global batch, so that the
   // mean of their mean gradients is the global batch's.
   if (p.batch % p.ranks != 0) return unevenBatch(p.batch, p.ranks);
@@ -233,6 +235,7 @@ Expected<Prepared> prepareModel(const TrainArgs& a) {
     KF_ASSIGN_OR_RETURN(opts.execution.communicator, connectGloo(comm));
 #endif
     opts.bucketMiB = a.bucketMb;
+    if (a.zero) opts.zeroRanks = p.ranks;
   }
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::create(std::move(model), opts));
   p.session = std::make_unique<TrainerSession>(std::move(trainer));
@@ -327,7 +330,13 @@ int runTrain(const TrainArgs& a) {
               << std::fixed << std::setprecision(1) << rate << " samples/s" << std::defaultfloat << "\n";
     if (log) log << nlohmann::json{{"type", "epoch"}, {"epoch", epoch}, {"loss", mean}, {"seconds", secs}, {"samples_per_s", rate}} << "\n";
   }
-  if (!reporting) return 0;
+  // Every rank takes part in saving (ZeRO-1 gathers the state shards);
+  // rank 0 writes.
+  if (!reporting) {
+    if (!a.saveWeights.empty())
+      if (auto s = trainer.save(a.saveWeights); !s) return fail(s.error());
+    return 0;
+  }
   if (prepared->loss == LossKind::CrossEntropy) {
     auto acc = accuracy(trainer, *data, slice, prepared->ignoreIndex);
     if (!acc) return fail(acc.error());
@@ -382,6 +391,9 @@ Action addTrainCommand(CLI::App& app) {
   cmd->add_option("--comm-timeout", a->commTimeout,
                   "Data-parallel: seconds a rank waits for the others before it fails (default 60)");
   cmd->add_option("--bucket-mb", a->bucketMb, "Data-parallel: MiB of gradients per all-reduce bucket (default 25)");
+  cmd->add_flag("--zero", a->zero,
+                "Data-parallel: ZeRO-1, each rank holding and updating 1/N of the optimizer state (reduce-scatter of "
+                "gradients, all-gather of parameters)");
   addCudaFlags(cmd, a->cuda);
   addInstrumentationFlags(cmd, a->instr);
   return [a] { return runTrain(*a); };

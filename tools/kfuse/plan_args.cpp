@@ -18,6 +18,10 @@ void addPlanModelOptions(CLI::App* cmd, PlanModelArgs& a, const std::string& wha
   cmd->add_flag("--data-parallel", a.dataParallel,
                 "The training step of one rank of a data-parallel run: with its all-reduce buckets (kfuse train --ranks)")
       ->needs(train);
+  cmd->add_option("--zero-ranks", a.zeroRanks,
+                  "One rank's training step of an N-rank data-parallel run with ZeRO-1: its shard of the optimizer "
+                  "state")
+      ->needs(train);
   cmd->add_option("--target", a.target, "Target whose plan " + what + ": cpu or cuda (no GPU needed)");
   cmd->add_flag("--no-inplace", a.noInplace, "Plan without in-place rewriting");
   cmd->add_option("--layout", a.layout, "Image layout: auto (the target's cost model chooses per region), nchw or nhwc");
@@ -38,6 +42,8 @@ Expected<TrainerOptions> trainerOptionsOf(const PlanModelArgs& a) {
   o.layout = a.layout;
   o.execution.cpu = a.cpu;
   o.dataParallel = a.dataParallel;
+  if (a.zeroRanks < 0) return Error(str("--zero-ranks must be at least 1, got ", a.zeroRanks));
+  o.zeroRanks = a.zeroRanks;
   KF_ASSIGN_OR_RETURN(o.training.loss, parseLossKind(a.loss));
   KF_ASSIGN_OR_RETURN(o.training.optimizer.kind, parseOptimizerKind(a.optimizer));
   return o;

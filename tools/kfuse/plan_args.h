@@ -17,6 +17,7 @@ struct PlanModelArgs {
   std::string model, target = "cpu", loss = "cross_entropy", optimizer = "adam";
   bool train = false, json = false, noInplace = false;
   bool dataParallel = false;    // --data-parallel: one rank's training step
+  int zeroRanks = 0;            // --zero-ranks N: with ZeRO-1 over N ranks
   std::string layout = "auto";  // --layout
   std::string cpu;              // --cpu; "": this machine
 };
