@@ -93,8 +93,16 @@ class DataParallelPass : public Pass {
     return out;
   }
 
-  size_t position(const Value* v) const {
-    return v->producer() ? position_.at(v->producer()) + 1 : 0;  // 0: before every node
+  // Where a node reading `v` may go first: just after its producer (0:
+  // before every node of the function as it came).
+  size_t position(const Value* v) const { return v->producer() ? position_.at(v->producer()) + 1 : 0; }
+
+  // The node of the function as it came at `pos` (null: past the last), to
+  // insert before.
+  Node* nodeAt(const Graph& g, size_t pos) const {
+    for (const auto& n : g.nodeList())
+      if (auto it = position_.find(n.get()); it != position_.end() && it->second == pos) return n.get();
+    return nullptr;
   }
 
   // In production order, cut where a bucket would pass bucketBytes_ (a
@@ -121,12 +129,7 @@ class DataParallelPass : public Pass {
   void exchange(Graph& g, const std::vector<Value*>& values, int bucket, Phase phase) {
     size_t last = 0;
     for (const Value* v : values) last = std::max(last, position(v));
-    Node* before = nullptr;  // the node after position `last`
-    for (const auto& n : g.nodeList())
-      if (position_.count(n.get()) && position_.at(n.get()) == last) {
-        before = n.get();
-        break;
-      }
+    Node* before = nodeAt(g, last);
     std::vector<TensorType> types;
     for (const Value* v : values) types.push_back(v->type());
     const OpDef& op = OpRegistry::global().get(Op::AllReduce);
@@ -148,15 +151,8 @@ class DataParallelPass : public Pass {
     const TensorType part(whole.dtype, {(whole.numElements() + zeroRanks_ - 1) / zeroRanks_});
     const OpRegistry& ops = OpRegistry::global();
     const Attribute ranks(zeroRanks_);
-    Node* afterGrad = nullptr;  // the node after the gradient's producer
-    if (!grad->producer()) afterGrad = g.nodeList().front().get();
-    for (auto it = g.nodeList().begin(); it != g.nodeList().end() && grad->producer(); ++it)
-      if (it->get() == grad->producer()) {
-        auto next = std::next(it);
-        afterGrad = next == g.nodeList().end() ? nullptr : next->get();
-      }
     Node* rs = g.createNode(ops.get(Op::ReduceScatter), {grad}, {part},
-                            {{"ranks", ranks}, {"bucket", Attribute(int64_t{bucket++})}}, afterGrad);
+                            {{"ranks", ranks}, {"bucket", Attribute(int64_t{bucket++})}}, nodeAt(g, position(grad)));
     rs->phase = Phase::Backward;
     Node* sh = g.createNode(ops.get(Op::Shard), {param}, {part}, {{"ranks", ranks}}, u);
     sh->phase = Phase::Optimizer;

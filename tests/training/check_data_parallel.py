@@ -236,8 +236,9 @@ def killed_rank(args):
         _, err = ranks[0].communicate()
     ranks[1].communicate()
     took = time.time() - start
-    check(ranks[0].returncode == 1 and "rank 0: all_reduce (another rank ended or stalls) failed" in err and took < 15,
-          f"by hand: rank 0 fails {took:.1f} s after its peer died: {err.strip()[-300:]}")
+    check(ranks[0].returncode == 1 and "rank 0: all_reduce (another rank ended or stalls) failed" in err and took < 15
+          and f"rank 1 (pid {ranks[1].pid}) has ended" in err,
+          f"by hand: rank 0 fails {took:.1f} s after its peer died, naming it: {err.strip()[-300:]}")
 
     # A rank that stalls (stopped, its connections open): the other fails
     # once --comm-timeout has passed.
@@ -259,7 +260,8 @@ def killed_rank(args):
     ranks[1].kill()
     ranks[1].communicate()
     check(ranks[0].returncode == 1 and "rank 0: all_reduce (another rank ended or stalls) failed" in err
-          and 3 <= took < 20, f"by hand: rank 0 fails {took:.1f} s after its peer stalled (timeout 4 s): "
+          and "no rank has ended: one stalls" in err and 3 <= took < 20,
+          f"by hand: rank 0 fails {took:.1f} s after its peer stalled (timeout 4 s): "
           f"{err.strip()[-300:]}")
 
 

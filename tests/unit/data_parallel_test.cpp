@@ -257,10 +257,10 @@ TEST(DataParallel, WorldOfOneAndThePlanAsJson) {
   const std::string op = "\"op\":\"all_reduce\"";
   size_t at = bad.find(op);
   ASSERT_NE(at, std::string::npos);
-  bad.replace(at, op.size(), "\"op\":\"all_gather\"");
+  bad.replace(at, op.size(), "\"op\":\"all_scatter\"");
   auto refused = parsePlan(bad, map);
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message().find("unknown collective 'all_gather'"), std::string::npos)
+  EXPECT_NE(refused.error().message().find("unknown collective 'all_scatter'"), std::string::npos)
       << refused.error().message();
 }
 
