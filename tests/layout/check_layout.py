@@ -22,11 +22,13 @@ Run with Debian's Python (/usr/bin/python3: torch 1.13, torchvision, onnx).
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from safetensors_np import read_safetensors  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "onnx"))
 import torch_crosscheck  # noqa: E402
@@ -72,21 +74,6 @@ def infer(args):
         print("%s: %d transposes after layout selection (--layout=nhwc)" % (args.model, count))
         if count != args.transposes:
             sys.exit("expected exactly %d transposes, found %d:\n%s" % (args.transposes, count, r.stdout))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = {"F32": np.float32, "F64": np.float64, "I64": np.int64}[info["dtype"]]
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
-    return out
 
 
 def train(args):

@@ -18,30 +18,17 @@
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from safetensors_np import read_safetensors  # noqa: E402
+
 KFUSE, WORK = sys.argv[1], sys.argv[2]
 os.makedirs(WORK, exist_ok=True)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = {"F32": np.float32, "F64": np.float64, "I64": np.int64}[info["dtype"]]
-        a, b = info["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dtype=dtype).reshape(info["shape"])
-    return out
 
 
 def losses(log):
@@ -178,6 +165,17 @@ def uneven(args):
           and not os.path.exists(f"{WORK}/uneven.safetensors"), f"uneven batch refused: {r.stderr.strip()}")
 
 
+def by_hand(args_per_rank, store_name, timeout, stdout=subprocess.DEVNULL):
+    """Ranks started as a cluster's launcher would: --rank/--world-size/--store."""
+    store = f"{WORK}/{store_name}"
+    subprocess.run(["rm", "-rf", store])
+    n = len(args_per_rank)
+    return [subprocess.Popen([KFUSE, "train"] + a + ["--world-size", str(n), "--rank", str(r), "--store",
+                                                     f"file:{store}", "--comm-timeout", str(timeout)],
+                             cwd=WORK, stdout=stdout, stderr=subprocess.PIPE, text=True)
+            for r, a in enumerate(args_per_rank)]
+
+
 def children(pid):
     out = []
     for p in os.listdir("/proc"):
@@ -220,12 +218,7 @@ def killed_rank(args):
           f"launcher: a killed rank is named, the others stopped, in {took:.1f} s: {err.strip()[-300:]}")
 
     # By hand: rank 0's peer dies, rank 0 fails within its timeout.
-    store = f"{WORK}/store_killed"
-    subprocess.run(["rm", "-rf", store])
-    ranks = [subprocess.Popen([KFUSE, "train"] + long + ["--world-size", "2", "--rank", str(r), "--store",
-                                                          f"file:{store}", "--comm-timeout", "10"],
-                              cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for r in (0, 1)]
+    ranks = by_hand([long, long], "store_killed", 10)
     time.sleep(3)
     start = time.time()
     ranks[1].kill()
@@ -242,12 +235,7 @@ def killed_rank(args):
 
     # A rank that stalls (stopped, its connections open): the other fails
     # once --comm-timeout has passed.
-    store = f"{WORK}/store_stalled"
-    subprocess.run(["rm", "-rf", store])
-    ranks = [subprocess.Popen([KFUSE, "train"] + long + ["--world-size", "2", "--rank", str(r), "--store",
-                                                          f"file:{store}", "--comm-timeout", "4"],
-                              cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for r in (0, 1)]
+    ranks = by_hand([long, long], "store_stalled", 4)
     time.sleep(3)
     start = time.time()
     ranks[1].send_signal(signal.SIGSTOP)
@@ -266,15 +254,12 @@ def killed_rank(args):
 
 
 def mismatched(args):
-    store = f"{WORK}/store_mismatch"
-    subprocess.run(["rm", "-rf", store])
-    procs = []
-    for r, batch in ((0, "60"), (1, "30")):
+    per_rank = []
+    for batch in ("60", "30"):
         a = list(args)
         a[a.index("--batch") + 1] = batch
-        procs.append(subprocess.Popen([KFUSE, "train"] + a + ["--world-size", "2", "--rank", str(r), "--store",
-                                                              f"file:{store}", "--comm-timeout", "30"],
-                                      cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        per_rank.append(a)
+    procs = by_hand(per_rank, "store_mismatch", 30, stdout=subprocess.PIPE)
     outs = [p.communicate(timeout=120) for p in procs]
     for r, (p, (out, err)) in enumerate(zip(procs, outs)):
         check(p.returncode == 1 and "rank 1 compiled another training step than rank 0" in err and "epoch" not in out,

@@ -27,11 +27,13 @@ norm weights), which a trainer cannot undo. Run with Debian's Python
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from safetensors_np import read_safetensors  # noqa: E402
 import onnx
 import onnx.numpy_helper
 import torch
@@ -240,21 +242,6 @@ MODELS = {
 NOISE_DRIVEN = {"transformer": {"encoder.self_attn.in_proj_bias": slice(16, 32)},
                 "gpt": {"qkv.bias": slice(16, 32)},
                 "mlm": {"encoder.self_attn.in_proj_bias": slice(16, 32)}}
-
-
-def read_safetensors(path):
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "F16": np.float16}
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, spec in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = spec["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtypes[spec["dtype"]]).reshape(spec["shape"])
-    return out
 
 
 def make(model):
