@@ -1,7 +1,6 @@
 #include "codegen/trainer.h"
 
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -174,15 +173,8 @@ Status Trainer::save(const std::string& path) const {
   for (const auto& [name, type] : shardedState(*train_)) {
     const Tensor& mine = *module_->findParam(name)->data;
     if (!comm) return Error(str("@", name, " is a shard of optimizer state: saving needs the other ranks"));
-    KF_ASSIGN_OR_RETURN(std::vector<std::string> parts,
-                        comm->allGather(std::string_view(reinterpret_cast<const char*>(mine.data()), mine.byteSize())));
     Tensor t(type);
-    size_t at = 0;
-    for (const std::string& part : parts) {
-      size_t n = std::min(part.size(), t.byteSize() - at);
-      std::memcpy(reinterpret_cast<char*>(t.data()) + at, part.data(), n);
-      at += n;
-    }
+    KF_RETURN_IF_ERROR(comm->allGatherWhole(mine.data(), mine.byteSize(), t.data(), t.byteSize()));
     whole.emplace(name, std::move(t));
   }
   if (comm && comm->rank() != 0) return Status::ok();  // rank 0 writes

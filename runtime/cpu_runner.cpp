@@ -374,11 +374,11 @@ Status CpuRunner::runReference(const Step& s) {
 // the exchange starts; the steps up to its wait run meanwhile.
 Status CpuRunner::startCollective(const CollectiveSpec& c) {
   if (c.op != CollectiveOp::AllReduce) return startSharded(c);
+  KF_RETURN_IF_ERROR(bucketIntoOutputs(c));
   std::vector<CommBuffer> buffers;
-  for (size_t i = 0; i < c.outputs.size(); ++i) {
-    if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
-    const TensorType& t = plan_->buffers[static_cast<size_t>(c.outputs[i])].type;
-    buffers.push_back({at(c.outputs[i]), t.numElements(), t.dtype});
+  for (int b : c.outputs) {
+    const TensorType& t = plan_->buffers[static_cast<size_t>(b)].type;
+    buffers.push_back({at(b), t.numElements(), t.dtype});
   }
   if (!opts_.communicator || opts_.communicator->size() == 1) return Status::ok();  // the mean over one rank
   return launchExchange(c.bucket, [comm = opts_.communicator, buffers = std::move(buffers)] {
@@ -420,16 +420,8 @@ Status CpuRunner::startSharded(const CollectiveSpec& c) {
   }
   if (c.op == CollectiveOp::AllGather) {
     const auto shard = static_cast<size_t>(in.numElements()) * elem, whole = out.byteSize();
-    return launchExchange(c.bucket, [comm, mine = std::string(reinterpret_cast<const char*>(src), shard), dst,
-                                     whole]() -> Status {
-      KF_ASSIGN_OR_RETURN(std::vector<std::string> all, comm->allGather(mine));
-      size_t at = 0;
-      for (const std::string& part : all) {
-        size_t n = std::min(part.size(), whole - at);
-        std::memcpy(dst + at, part.data(), n);
-        at += n;
-      }
-      return Status::ok();
+    return launchExchange(c.bucket, [comm, mine = std::vector<std::byte>(src, src + shard), dst, whole] {
+      return comm->allGatherWhole(mine.data(), mine.size(), dst, whole);
     });
   }
   const auto shard = static_cast<size_t>(out.numElements()) * elem, whole = in.byteSize();

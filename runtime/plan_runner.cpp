@@ -84,6 +84,13 @@ Status PlanRunner::syncState(Module& m) {
   return Status::ok();
 }
 
+Status PlanRunner::bucketIntoOutputs(const CollectiveSpec& c) {
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i]))
+      KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
+  return Status::ok();
+}
+
 Expected<bool> PlanRunner::allFinite(int buffer) {
   Tensor t(plan_->buffers[static_cast<size_t>(buffer)].type);
   KF_RETURN_IF_ERROR(download(buffer, t));

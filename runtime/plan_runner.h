@@ -116,6 +116,9 @@ class PlanRunner {
   virtual Expected<bool> allFinite(int buffer);
 
   // ---- for the device
+  // An all-reduce start: each input copied into its output, unless in-place
+  // rewriting made them one storage (the exchange then works on outputs).
+  Status bucketIntoOutputs(const CollectiveSpec& c);
   // The tensor the device's copy of buffer `b` (a parameter's storage)
   // holds, or null when it holds none the module has.
   const std::shared_ptr<const Tensor>& uploaded(int b) const { return uploaded_[static_cast<size_t>(b)]; }

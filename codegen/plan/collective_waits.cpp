@@ -6,17 +6,15 @@
 namespace kfuse {
 namespace {
 
-// The index of the step before which Start step `s`'s wait goes.
-size_t waitPosition(const Plan& p, size_t s) {
+// The index of the step before which Start step `s`'s wait goes; `newState`:
+// the storage of the parameters' new values (in-place rewriting, later, may
+// put them in the parameters' storage).
+size_t waitPosition(const Plan& p, size_t s, const std::set<int>& newState) {
   const CollectiveSpec& c = p.steps[s].collective();
   std::set<int> bucket;
   for (int b : c.outputs) bucket.insert(p.storageOf(b));
   bool holdsOutput = false;
   for (int out : p.outputs) holdsOutput = holdsOutput || bucket.count(p.storageOf(out));
-  // Parameters' new values: in-place rewriting, later, may put them in the
-  // parameters' storage.
-  std::set<int> newState;
-  for (const auto& [param, b] : p.updates) newState.insert(p.storageOf(b));
   for (size_t t = s + 1; t < p.steps.size(); ++t) {
     for (int b : stepBuffers(p.steps[t]))
       if (bucket.count(p.storageOf(b))) return t;
@@ -32,6 +30,8 @@ size_t waitPosition(const Plan& p, size_t s) {
 }  // namespace
 
 void placeCollectiveWaits(Plan& p) {
+  std::set<int> newState;
+  for (const auto& [param, b] : p.updates) newState.insert(p.storageOf(b));
   std::vector<std::vector<Step>> waitsBefore(p.steps.size() + 1);
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const Step& start = p.steps[s];
@@ -41,7 +41,7 @@ void placeCollectiveWaits(Plan& p) {
     wait.phase = start.phase;
     const CollectiveSpec& c = start.collective();
     wait.body = CollectiveSpec{CollectivePhase::Wait, c.bucket, {}, c.outputs, c.op, c.ranks};
-    waitsBefore[waitPosition(p, s)].push_back(std::move(wait));
+    waitsBefore[waitPosition(p, s, newState)].push_back(std::move(wait));
   }
   std::vector<Step> steps;
   for (size_t t = 0; t <= p.steps.size(); ++t) {

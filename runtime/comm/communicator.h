@@ -5,7 +5,9 @@
 // through this interface only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,6 +47,21 @@ class Communicator {
   virtual Expected<std::vector<std::string>> allGather(std::string_view bytes) = 0;
   // Rank `root`'s `bytes` bytes at `data` into every rank's `data`.
   virtual Status broadcast(void* data, size_t bytes, int root) = 0;
+
+  // ZeRO-1: the whole tensor of `wholeBytes` at `whole` from every rank's
+  // shard of `shardBytes` (this rank's at `shard`), in rank order, the
+  // padding past the end dropped.
+  Status allGatherWhole(const void* shard, size_t shardBytes, void* whole, size_t wholeBytes) {
+    KF_ASSIGN_OR_RETURN(std::vector<std::string> parts,
+                        allGather(std::string_view(static_cast<const char*>(shard), shardBytes)));
+    size_t at = 0;
+    for (const std::string& part : parts) {
+      size_t n = std::min(part.size(), wholeBytes - at);
+      std::memcpy(static_cast<char*>(whole) + at, part.data(), n);
+      at += n;
+    }
+    return Status::ok();
+  }
 };
 
 // Where the ranks of a run find each other, and how long they wait.

@@ -385,8 +385,7 @@ Status CudaRunner::runCollective(const CollectiveSpec& c) {
       return Error(str(collectiveOpName(c.op), ": ZeRO-1's sharded optimizer runs on the cpu target"));
     return copyBuffer(c.outputs[0], c.inputs[0]);
   }
-  for (size_t i = 0; i < c.outputs.size(); ++i)
-    if (plan_->storageOf(c.inputs[i]) != plan_->storageOf(c.outputs[i])) KF_RETURN_IF_ERROR(copyBuffer(c.outputs[i], c.inputs[i]));
+  KF_RETURN_IF_ERROR(bucketIntoOutputs(c));
   if (!comm || comm->size() == 1) return Status::ok();  // the mean over one rank
   std::vector<CommBuffer> buffers;
   for (int b : c.outputs) {
