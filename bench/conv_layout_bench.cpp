@@ -58,11 +58,12 @@ std::vector<Shape> shapes(bool probes) {
   s.push_back({"cnn.conv1", 2, 3, 16, 16, 8, 3, 1, 1, 1, 1});
   s.push_back({"cnn.conv2", 2, 8, 8, 8, 16, 3, 2, 1, 2, 1});
   s.push_back({"cnn.conv3", 2, 16, 4, 4, 16, 3, 1, 2, 1, 2});
-  // ResNet-18's stride-1 stages at 224x224 (rows of 56, 28, 14 pixels) and
+  // ResNet-18's stride-1 stages at 224x224 (rows of 56, 28, 14, 7 pixels) and
   // the benchmark CNN (bench/workloads.py): where direct convolutions run.
   s.push_back({"r18@224.l1", 1, 64, 56, 56, 64, 3, 1, 1, 1, 1});
   s.push_back({"r18@224.l2", 1, 128, 28, 28, 128, 3, 1, 1, 1, 1});
   s.push_back({"r18@224.l3", 1, 256, 14, 14, 256, 3, 1, 1, 1, 1});
+  s.push_back({"r18@224.l4", 1, 512, 7, 7, 512, 3, 1, 1, 1, 1});
   s.push_back({"bench.conv1", 8, 3, 32, 32, 16, 3, 1, 1, 1, 1});
   s.push_back({"bench.conv2", 8, 16, 32, 32, 32, 3, 1, 1, 1, 1});
   if (!probes) return s;

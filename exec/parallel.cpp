@@ -34,7 +34,10 @@ double convFlops(const ConvSpec& c) {
 }
 }  // namespace
 
-Work directConvWork(const ConvSpec& c) { return Work{c.n * c.groups * c.oh, 1, convFlops(c)}; }
+Work directConvWork(const ConvSpec& c) {
+  if (c.wholePlanes()) return Work{c.n * c.o, 1, convFlops(c)};
+  return Work{c.n * c.groups * c.oh, 1, convFlops(c)};
+}
 
 Work im2colConvWork(const ConvSpec& c) {
   const Im2colSplit s = im2colSplit(c);

@@ -11,7 +11,9 @@
 //   - a packed GEMM: rows of C; the function computes the blocks of rows
 //     (its tiling's) that start in its range, each with its epilogue, so any
 //     ranges that cover the rows once cover every block once;
-//   - a direct convolution: output rows, (image, group, row) row-major.
+//   - a direct convolution: output rows, (image, group, row) row-major;
+//     one whose planes it takes whole (ConvSpec::wholePlanes): output
+//     planes, (image, output channel) row-major.
 // The runner splits the steps it runs through libraries the same way: an
 // im2col convolution by images, tiles of output rows and blocks of channels
 // (by groups and input channels backward to the weights, where every image

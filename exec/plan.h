@@ -19,6 +19,7 @@
 #include "exec/kernel_ir.h"
 #include "ir/attribute.h"
 #include "ir/graph.h"
+#include "ir/ops/window.h"
 
 namespace kfuse {
 
@@ -107,6 +108,9 @@ struct ConvSpec {
   bool pointwise() const {
     return kh == 1 && kw == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && oh == h && ow == wd;
   }
+  // An NCHW convolution whose planes a generated direct convolution takes
+  // whole, vectors across rows (ops::convWholePlanes).
+  bool wholePlanes() const { return !channelsLast && ops::convWholePlanes(strideH, strideW, oh, ow, wd); }
 
   // The buffer the step writes (y, x or w by direction), and the two it
   // reads besides the bias.

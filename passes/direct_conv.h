@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "ir/ops/window.h"
+
 namespace kfuse {
 
 // The generated code computes NCHW convolutions with horizontal stride 1 or
@@ -32,6 +34,16 @@ inline bool directConvRowsFill(int64_t ow, int64_t lanes, bool partialVectors) {
   if (!partialVectors && ow % lanes != 0) return false;
   const int64_t taken = (ow + lanes - 1) / lanes * lanes;
   return 4 * ow >= 3 * taken;
+}
+
+// Whole planes (ops::convWholePlanes) pay where the plane takes more than one vector's worth of
+// lanes, or exactly one, and fills three quarters of the lanes it takes (a
+// 2x2 plane in 8 lanes would waste half of them; im2col + GEMM batches such
+// planes over images instead).
+inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
+  if (lanes < 1 || pixels < lanes) return false;
+  const int64_t taken = (pixels + lanes - 1) / lanes * lanes;
+  return 4 * pixels >= 3 * taken;
 }
 
 }  // namespace kfuse

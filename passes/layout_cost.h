@@ -25,6 +25,9 @@ struct ConvWork {
   // 1x1 at stride 1 without padding: NCHW plans join its rows
   // (ops::pointwiseRowsJoined).
   bool pointwise = false;
+  // A small "same" convolution at stride 1 that NCHW plans run as whole
+  // planes (ops::convWholePlanes).
+  bool wholePlanes = false;
   double macs() const {
     return static_cast<double>(n) * static_cast<double>(o) * static_cast<double>(oh * ow) *
            static_cast<double>(c / groups) * static_cast<double>(kh * kw);
@@ -44,6 +47,8 @@ struct LayoutCostModel {
   int64_t directLanes = 0;
 
   bool direct(const ConvWork& w, bool nhwc) const {
+    if (directMacSeconds <= 0 || nhwc) return false;
+    if (w.wholePlanes) return directConvPlaneFills(w.oh * w.ow, directLanes);
     const int64_t row = w.pointwise ? w.ow * ops::pointwiseRowsJoined(w.oh, w.ow) : w.ow;
     return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(row, directLanes, /*partialVectors=*/true);
   }

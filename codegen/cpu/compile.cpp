@@ -7,6 +7,8 @@
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <algorithm>
+
 #include <llvm/Passes/OptimizationLevel.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -109,7 +111,13 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());
-  optimizeModule(*module, tm, subtarget, level);
+  // Direct convolutions and packed GEMMs are blocked and vectorised as
+  // emitted: they need their accumulators in registers, their address
+  // arithmetic simplified and hoisted, not loop vectorisation or unrolling,
+  // whose analyses of their straight-line blocks took most of a model's
+  // compile time.
+  const bool handBlocked = batch.kernels.empty();
+  optimizeModule(*module, tm, subtarget, handBlocked ? std::min(level, OptLevel::O1) : level);
   return module;
 }
 

@@ -45,6 +45,20 @@ class ConvEmitter {
   Value* weightIndex(Value* o, Value* ci, Value* ky, int64_t kx);
 
   void emitRow(Value* n, Value* g, Value* oy);
+  void runPlanes();
+  void emitPlanes(Value* n, Value* g, Value* o0, int channels);
+  void emitPlaneBlock(Value* n, Value* g, Value* o0, int channels, int64_t q0, int vectors);
+  void emitInteriorBlock(Value* n, Value* g, Value* o0, int channels, Value* i);
+  void storePlaneBlock(Value* n, Value* o0, int channels, Value* q0, int64_t firstPixel, int vectors);
+  Value* loadPlaneInputs(Value* planeStart, int64_t q0, int64_t ky, int64_t kx);
+  // Whether lane l of the vector at pixel q of the flattened plane reads an
+  // input inside the image at tap (ky, kx); and the tap's offset.
+  bool planeLaneReads(int64_t q, int64_t ky, int64_t kx) const;
+  int64_t planeTapOffset(int64_t ky, int64_t kx) const {
+    return (ky * c_.dilH - c_.padTop) * c_.wd + kx * c_.dilW - c_.padLeft;
+  }
+  void planInteriorBlocks();
+  void initAccumulators(Value* o0, int channels, int vectors);
   void emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk, Value* ox0);
   void emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, int channels, const ColumnBlock& blk,
                 Value* ox0);
@@ -56,6 +70,14 @@ class ConvEmitter {
   int64_t cg_, og_;
   Value *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *y_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;  // channel-major, t_.vectors per channel
+  // Whole planes: blocks [interiorLo_, interiorHi_) of t_.vectors whole
+  // vectors read nothing outside the plane at any tap, and run as one loop
+  // whose lanes that read padding are zeroed by a mask from interiorMasks_
+  // ([block - interiorLo_][tap][vector] of lanes x i32), except the
+  // (tap, vector) pairs in which every such lane reads the image.
+  int64_t interiorLo_ = 0, interiorHi_ = 0;
+  llvm::GlobalVariable* interiorMasks_ = nullptr;
+  std::vector<bool> interiorClean_;  // [tap][vector]
 };
 
 // Blocks of t_.vectors vectors from the left; runs of clean blocks merge.
@@ -94,6 +116,11 @@ Expected<llvm::Function*> ConvEmitter::run() {
   if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
   y_ = code_.floatBuffer(3, "y");
   for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(code_.accumulator());
+  if (c_.wholePlanes()) {
+    planInteriorBlocks();
+    runPlanes();
+    return code_.finish();
+  }
   // Work units (exec/parallel.h): output rows, (image, group, row) row-major.
   code_.loopRange(code_.begin(), code_.end(), "row", [&](Value* u) {
     Value* oy = b_.CreateURem(u, i64(c_.oh));
@@ -129,11 +156,7 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
 // row oy: the bias, plus every tap of every input row inside the image.
 void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk,
                             Value* ox0) {
-  for (int co = 0; co < channels; ++co) {
-    Value* init = llvm::Constant::getNullValue(code_.vec());
-    if (bias_) init = code_.splat(code_.loadFloat(bias_, b_.CreateAdd(o0, i64(co))));
-    for (int p = 0; p < blk.vectors; ++p) b_.CreateStore(init, acc_[static_cast<size_t>(co * t_.vectors + p)]);
-  }
+  initAccumulators(o0, channels, blk.vectors);
   code_.loop(c_.kh, "ky", [&](Value* ky) {
     Value* iy = b_.CreateAdd(b_.CreateMul(oy, i64(c_.strideH)), b_.CreateSub(b_.CreateMul(ky, i64(c_.dilH)), i64(c_.padTop)));
     // Rows above or below the image read padding: nothing to add.
@@ -159,6 +182,219 @@ void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channe
                                     : code_.mask([&](int64_t l) { return first + l < c_.ow; }));
     }
   }
+}
+
+// The bias of channels [o0, o0 + channels), or zero, in the block's
+// accumulators.
+void ConvEmitter::initAccumulators(Value* o0, int channels, int vectors) {
+  for (int co = 0; co < channels; ++co) {
+    Value* init = llvm::Constant::getNullValue(code_.vec());
+    if (bias_) init = code_.splat(code_.loadFloat(bias_, b_.CreateAdd(o0, i64(co))));
+    for (int p = 0; p < vectors; ++p) b_.CreateStore(init, acc_[static_cast<size_t>(co * t_.vectors + p)]);
+  }
+}
+
+// Whole planes (ConvSpec::wholePlanes). Work units (exec/parallel.h):
+// output planes, (image, channel) row-major, in blocks of t_.channels
+// channels where the range and the group allow and one channel elsewhere
+// (a channel's sums are the same either way, so results do not depend on
+// how the units are split).
+void ConvEmitter::runPlanes() {
+  llvm::LLVMContext& ctx = b_.getContext();
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx, "plane", fn);
+  auto* latch = llvm::BasicBlock::Create(ctx, "plane.next", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx, "plane.end", fn);
+  b_.CreateCondBr(b_.CreateICmpSLT(code_.begin(), code_.end()), header, exit);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* u = b_.CreatePHI(b_.getInt64Ty(), 2, "u");
+  u->addIncoming(code_.begin(), pre);
+  Value* n = b_.CreateUDiv(u, i64(c_.o));
+  Value* o0 = b_.CreateURem(u, i64(c_.o));
+  Value* g = b_.CreateUDiv(o0, i64(og_));
+  std::vector<std::pair<llvm::BasicBlock*, int64_t>> paths;  // each path's last block and its channels
+  auto path = [&](int channels) {
+    emitPlanes(n, g, o0, channels);
+    paths.emplace_back(b_.GetInsertBlock(), channels);
+    b_.CreateBr(latch);
+  };
+  const int wide = static_cast<int>(std::min<int64_t>(t_.channels, og_));
+  if (wide > 1) {
+    Value* fits = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(u, i64(wide)), code_.end()),
+                               b_.CreateICmpULE(b_.CreateAdd(b_.CreateURem(o0, i64(og_)), i64(wide)), i64(og_)));
+    auto* block = llvm::BasicBlock::Create(ctx, "channels", fn);
+    auto* single = llvm::BasicBlock::Create(ctx, "channel", fn);
+    b_.CreateCondBr(fits, block, single);
+    b_.SetInsertPoint(block);
+    path(wide);
+    b_.SetInsertPoint(single);
+  }
+  path(1);
+  b_.SetInsertPoint(latch);
+  llvm::PHINode* step = b_.CreatePHI(b_.getInt64Ty(), static_cast<unsigned>(paths.size()), "step");
+  for (const auto& [bb, channels] : paths) step->addIncoming(i64(channels), bb);
+  Value* next = b_.CreateAdd(u, step);
+  b_.CreateCondBr(b_.CreateICmpSLT(next, code_.end()), header, exit);
+  u->addIncoming(next, latch);
+  b_.SetInsertPoint(exit);
+}
+
+// Channels [o0, o0 + channels) of image n over the whole plane, in blocks
+// of t_.vectors vectors: the blocks at the plane's edges as straight-line
+// code (constant masks), those between as one loop.
+void ConvEmitter::emitPlanes(Value* n, Value* g, Value* o0, int channels) {
+  const int64_t pixels = c_.oh * c_.ow, width = int64_t{t_.vectors} * t_.lanes;
+  auto edge = [&](int64_t b) {
+    const int64_t q0 = b * width;
+    emitPlaneBlock(n, g, o0, channels, q0, static_cast<int>(std::min<int64_t>(t_.vectors, ceilDiv(pixels - q0, t_.lanes))));
+  };
+  for (int64_t b = 0; b < interiorLo_; ++b) edge(b);
+  code_.loop(interiorHi_ - interiorLo_, "block", [&](Value* i) { emitInteriorBlock(n, g, o0, channels, i); });
+  for (int64_t b = std::max(interiorHi_, interiorLo_); b < ceilDiv(pixels, width); ++b) edge(b);
+}
+
+bool ConvEmitter::planeLaneReads(int64_t q, int64_t ky, int64_t kx) const {
+  if (q >= c_.oh * c_.ow) return false;
+  const int64_t iy = q / c_.ow + ky * c_.dilH - c_.padTop, ix = q % c_.ow + kx * c_.dilW - c_.padLeft;
+  return iy >= 0 && iy < c_.h && ix >= 0 && ix < c_.wd;
+}
+
+// The interior blocks and their masks: a block is interior when its
+// vectors are whole and every tap's loads lie inside the input plane.
+void ConvEmitter::planInteriorBlocks() {
+  const int64_t pixels = c_.oh * c_.ow, lanes = t_.lanes, vectors = t_.vectors, width = vectors * lanes;
+  const int64_t taps = c_.kh * c_.kw;
+  int64_t lowest = 0, highest = 0;
+  for (int64_t ky = 0; ky < c_.kh; ++ky)
+    for (int64_t kx = 0; kx < c_.kw; ++kx) {
+      lowest = std::min(lowest, planeTapOffset(ky, kx));
+      highest = std::max(highest, planeTapOffset(ky, kx));
+    }
+  auto interior = [&](int64_t b) {
+    const int64_t q0 = b * width;
+    return q0 + width <= pixels && q0 + lowest >= 0 && q0 + width + highest <= c_.h * c_.wd;
+  };
+  const int64_t blocks = ceilDiv(pixels, width);
+  interiorLo_ = 0;
+  while (interiorLo_ < blocks && !interior(interiorLo_)) ++interiorLo_;
+  interiorHi_ = interiorLo_;
+  while (interiorHi_ < blocks && interior(interiorHi_)) ++interiorHi_;
+  interiorClean_.assign(static_cast<size_t>(taps * vectors), true);
+  std::vector<llvm::Constant*> bits;
+  llvm::Type* i32 = b_.getInt32Ty();
+  for (int64_t b = interiorLo_; b < interiorHi_; ++b)
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t p = 0; p < vectors; ++p)
+        for (int64_t l = 0; l < lanes; ++l) {
+          const bool on = planeLaneReads(b * width + p * lanes + l, t / c_.kw, t % c_.kw);
+          if (!on) interiorClean_[static_cast<size_t>(t * vectors + p)] = false;
+          bits.push_back(llvm::ConstantInt::get(i32, on ? 0xFFFFFFFFu : 0u));
+        }
+  if (bits.empty()) return;
+  llvm::Module& m = *b_.GetInsertBlock()->getModule();
+  auto* type = llvm::ArrayType::get(i32, bits.size());
+  interiorMasks_ = new llvm::GlobalVariable(m, type, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+                                            llvm::ConstantArray::get(type, bits), "plane.masks");
+  interiorMasks_->setAlignment(llvm::Align(64));
+}
+
+// Interior block interiorLo_ + i: whole loads at every tap, the lanes that
+// read padding zeroed by the block's masks, and whole stores.
+void ConvEmitter::emitInteriorBlock(Value* n, Value* g, Value* o0, int channels, Value* i) {
+  const int64_t lanes = t_.lanes, vectors = t_.vectors, width = vectors * lanes, taps = c_.kh * c_.kw;
+  Value* q0 = b_.CreateMul(b_.CreateAdd(i, i64(interiorLo_)), i64(width));
+  auto* maskVec = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes));
+  Value* masks = b_.CreateBitCast(interiorMasks_, b_.getInt32Ty()->getPointerTo());
+  initAccumulators(o0, channels, t_.vectors);
+  code_.loop(cg_, "ci", [&](Value* ci) {
+    Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
+    Value* base = b_.CreateAdd(b_.CreateMul(plane, i64(c_.h * c_.wd)), q0);
+    for (int64_t t = 0; t < taps; ++t) {
+      const int64_t ky = t / c_.kw, kx = t % c_.kw;
+      std::vector<Value*> in;
+      for (int64_t p = 0; p < vectors; ++p) {
+        Value* v = code_.load(code_.vectorAt(x_, b_.CreateAdd(base, i64(planeTapOffset(ky, kx) + p * lanes))),
+                              code_.mask([](int64_t) { return true; }));
+        if (!interiorClean_[static_cast<size_t>(t * vectors + p)]) {
+          Value* at = b_.CreateMul(b_.CreateAdd(b_.CreateMul(i, i64(taps * vectors)), i64(t * vectors + p)), i64(lanes));
+          Value* m = b_.CreateAlignedLoad(maskVec, b_.CreateBitCast(b_.CreateGEP(b_.getInt32Ty(), masks, at),
+                                                                    maskVec->getPointerTo()),
+                                          llvm::Align(4));
+          v = b_.CreateBitCast(b_.CreateAnd(b_.CreateBitCast(v, maskVec), m), code_.vec());
+        }
+        in.push_back(v);
+      }
+      for (int co = 0; co < channels; ++co) {
+        Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, i64(ky), kx)));
+        for (int64_t p = 0; p < vectors; ++p)
+          code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors + p)], wv, in[static_cast<size_t>(p)]);
+      }
+    }
+  });
+  storePlaneBlock(n, o0, channels, q0, -1, t_.vectors);
+}
+
+// The block's accumulators to y at pixel q0 of each channel's plane;
+// `firstPixel` (q0 when known, -1 for an interior block, whose vectors are
+// whole) masks the lanes past the plane's end.
+void ConvEmitter::storePlaneBlock(Value* n, Value* o0, int channels, Value* q0, int64_t firstPixel, int vectors) {
+  const int64_t lanes = t_.lanes, pixels = c_.oh * c_.ow;
+  for (int co = 0; co < channels; ++co) {
+    Value* planeStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(n, i64(c_.o)), b_.CreateAdd(o0, i64(co))), i64(pixels));
+    for (int p = 0; p < vectors; ++p) {
+      Value* v = b_.CreateLoad(code_.vec(), acc_[static_cast<size_t>(co * t_.vectors + p)]);
+      const int64_t first = firstPixel + p * lanes;
+      code_.store(v, code_.vectorAt(y_, b_.CreateAdd(planeStart, b_.CreateAdd(q0, i64(p * lanes)))),
+                  code_.mask([&](int64_t l) { return firstPixel < 0 || first + l < pixels; }));
+    }
+  }
+}
+
+// Pixels [q0, q0 + vectors * lanes) of the flattened plane: the bias, plus
+// every tap of every input channel of the group, taps whose every lane
+// reads padding left out.
+void ConvEmitter::emitPlaneBlock(Value* n, Value* g, Value* o0, int channels, int64_t q0, int vectors) {
+  const int64_t lanes = t_.lanes;
+  initAccumulators(o0, channels, vectors);
+  code_.loop(cg_, "ci", [&](Value* ci) {
+    Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
+    Value* start = b_.CreateMul(plane, i64(c_.h * c_.wd));
+    for (int64_t ky = 0; ky < c_.kh; ++ky)
+      for (int64_t kx = 0; kx < c_.kw; ++kx) {
+        std::vector<Value*> in(static_cast<size_t>(vectors), nullptr);
+        bool any = false;
+        for (int p = 0; p < vectors; ++p) {
+          in[static_cast<size_t>(p)] = loadPlaneInputs(start, q0 + p * lanes, ky, kx);
+          any = any || in[static_cast<size_t>(p)];
+        }
+        if (!any) continue;
+        for (int co = 0; co < channels; ++co) {
+          Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, i64(ky), kx)));
+          for (int p = 0; p < vectors; ++p)
+            if (Value* x = in[static_cast<size_t>(p)])
+              code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors + p)], wv, x);
+        }
+      }
+  });
+  storePlaneBlock(n, o0, channels, i64(q0), q0, vectors);
+}
+
+// The inputs tap (ky, kx) reads for the vector of pixels [q, q + lanes) of
+// the flattened plane, zero where they are padding (or past the plane's
+// end); null when every lane reads padding. Every lane reads the pixel a
+// fixed distance from its own (rows are as wide in and out): inside the
+// input plane, one whole load with the padding lanes zeroed; at the
+// plane's edges, a masked load (nothing outside the plane is touched).
+Value* ConvEmitter::loadPlaneInputs(Value* planeStart, int64_t q, int64_t ky, int64_t kx) {
+  const int64_t lanes = t_.lanes;
+  llvm::Constant* m = code_.mask([&](int64_t l) { return planeLaneReads(q + l, ky, kx); });
+  if (m->isNullValue()) return nullptr;
+  const int64_t offset = q + planeTapOffset(ky, kx);
+  Value* ptr = code_.vectorAt(x_, b_.CreateAdd(planeStart, i64(offset)));
+  if (offset < 0 || offset + lanes > c_.h * c_.wd) return code_.load(ptr, m);
+  Value* v = code_.load(ptr, code_.mask([](int64_t) { return true; }));
+  return m->isAllOnesValue() ? v : b_.CreateSelect(m, v, llvm::Constant::getNullValue(code_.vec()));
 }
 
 // For one filter row ky (input row iy, inside the image), every input
@@ -222,7 +458,9 @@ bool directConvSupports(const ConvSpec& c) {
 
 bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t) {
   if (storage != DType::F32 && storage != DType::F16 && storage != DType::BF16) return false;
-  return directConvSupports(c) && directConvRowsFill(c.ow, t.lanes, t.partialVectors);
+  if (!directConvSupports(c)) return false;
+  if (c.wholePlanes()) return directConvPlaneFills(c.oh * c.ow, t.lanes);
+  return directConvRowsFill(c.ow, t.lanes, t.partialVectors);
 }
 
 std::function<bool(const ConvSpec&, DType)> im2colWorkspaces(const ConvTiling& t) {
@@ -254,6 +492,9 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
 
 std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t) {
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
+  if (c.wholePlanes())
+    return str("direct, whole ", c.oh, "x", c.ow, " planes, blocks of ", std::min<int64_t>(t.channels, og),
+               " channels x ", std::min<int64_t>(t.vectors, ceilDiv(c.oh * c.ow, t.lanes)), "x", t.lanes, " pixels");
   return str("direct, blocks of ", std::min<int64_t>(t.channels, og), " channels x ",
              std::min<int64_t>(t.vectors, ceilDiv(c.ow, t.lanes)), "x", t.lanes, " pixels");
 }

@@ -9,13 +9,22 @@
 // constants (block positions are known when the code is generated); rows
 // that fall into vertical padding are skipped.
 //
-// It covers NCHW convolutions with unit horizontal stride (any kernel size,
-// padding, dilation, vertical stride and group count), in f32: the ones whose
-// output rows are contiguous vectors. The runtime runs the others with
-// im2col + GEMM (runtime/cpu_conv.h).
+// Small "same" planes (ConvSpec::wholePlanes: stride 1, rows as wide in as
+// out, at most ops::kWholePlanePixels) are taken whole: the block's vectors
+// run across rows of the flattened plane, each tap one load at a fixed
+// offset. The blocks at the plane's edges, whose loads would leave the
+// plane, are straight-line code with constant masks; those between run as
+// one loop whose loads are whole and whose padding lanes are zeroed by
+// masks read from a constant table (a block's lanes meet row ends at
+// different places). Work units are then output planes.
+//
+// It covers NCHW convolutions with horizontal stride 1 or 2 (any kernel
+// size, padding, dilation, vertical stride and group count), in f32. The
+// runtime runs the others with im2col + GEMM (runtime/cpu_conv.h).
 //
 // ABI: llvm_emitter.h's `void <symbol>(void** buffers, int64_t begin, int64_t end)`, the
-// work units output rows, (image, group, row) row-major (exec/parallel.h),
+// work units output rows, (image, group, row) row-major, or for whole
+// planes (image, output channel) row-major (exec/parallel.h),
 // with buffers {x, w, bias (unused when the spec has none), y}, f32, NCHW / OIHW (or OHWI
 // when filterLast).
 #pragma once

@@ -82,4 +82,22 @@ inline int64_t pointwiseRowsJoined(int64_t oh, int64_t ow) {
   return oh;
 }
 
+// Small planes computed whole. In a convolution at stride 1 whose output
+// rows are as wide as its input rows (a "same" convolution: 3x3 with
+// padding 1, say), each tap reads the input pixel at a fixed offset from
+// the output pixel's place in the flattened plane, so a vector may run
+// across rows: the cpu target's generated direct convolution then takes
+// the plane's pixels as one row of oh * ow, masking the lanes whose tap
+// falls into padding (codegen/cpu/conv_emitter.h; the positions are known
+// when the code is generated, so the masks are constants). A ResNet's
+// 28x28, 14x14 and 7x7 planes, whose rows end inside a vector, then fill
+// their vectors as 56-pixel rows do. Up to kWholePlanePixels (a 32x32
+// plane); wider planes have rows long enough to fill vectors on their own.
+// Plans split such convolutions across threads by output channels
+// (exec/parallel.h).
+inline constexpr int64_t kWholePlanePixels = 1024;
+inline bool convWholePlanes(int64_t strideH, int64_t strideW, int64_t oh, int64_t ow, int64_t wd) {
+  return strideH == 1 && strideW == 1 && ow == wd && oh * ow <= kWholePlanePixels;
+}
+
 }  // namespace kfuse::ops

@@ -26,9 +26,13 @@ namespace kfuse::package {
 // 2 changed the ABI of a cpu package's compiled functions (they take a range
 // of work units, exec/parallel.h), so format 1's code cannot be called;
 // format 3 added convolution steps that run backward (a plan's conv steps
-// name their direction), which format 2's readers would run forward.
-inline constexpr uint32_t kFormatVersion = 3;
+// name their direction), which format 2's readers would run forward;
+// format 4 computes small "same" convolutions as whole planes, split into
+// work units by output channel instead of by row (ConvSpec::wholePlanes):
+// an older package is read unless it has such a direct convolution.
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kOldestFormatVersion = 2;
+inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

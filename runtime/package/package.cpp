@@ -266,9 +266,14 @@ Status Package::read() {
     if (Status s = checkPlanParams(*plan, meta_); !s) return fail(s.error());
     f.plan = std::make_shared<const Plan>(std::move(*plan));
     if (Status s = checkSignature(f); !s) return fail(s.error());
-    for (size_t s : f.directConvs)
+    for (size_t s : f.directConvs) {
       if (s >= f.plan->steps.size() || f.plan->steps[s].kind() != StepKind::Conv)
         return fail(Error(str("function @", f.name, ": direct convolution at step ", s, ", which is not a convolution")));
+      if (meta_.formatVersion < package::kWholePlanesFormatVersion && f.plan->steps[s].conv().wholePlanes())
+        return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
+                              "that split small planes by rows, and this kfuse splits them by channels; compile the "
+                              "model again with this kfuse")));
+    }
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "codegen/cpu/conv_emitter.h"
@@ -63,6 +64,34 @@ std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& til
   void* buffers[] = {args[0].data(), args[1].data(), args.size() > 2 ? args[2].data() : nullptr, y.data()};
   testing::runInRanges(compiled->convs[0], buffers, directConvWork(c.spec));
   return test::compareTensors(y, want->outputs[0], 1e-5, 1e-5);
+}
+
+// Runs the case's convolution with `tiling` over all its units at once and
+// in ranges of every size from one unit up; an empty string when every run
+// writes the same bits.
+std::string splitsAgree(const ConvCase& c, const cpu::ConvTiling& tiling) {
+  const Graph& fn = *c.module->functions().front();
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < fn.arguments().size(); ++i)
+    args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
+  cpu::DirectConv conv{"conv", c.spec, tiling};
+  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
+  if (!compiled) return compiled.error().message();
+  const TensorType& yt = fn.results()[0]->type();
+  auto run = [&](int64_t step) {
+    Tensor y = wave(yt, 5.0);
+    void* buffers[] = {args[0].data(), args[1].data(), args.size() > 2 ? args[2].data() : nullptr, y.data()};
+    const int64_t units = directConvWork(c.spec).units;
+    for (int64_t u = 0; u < units; u += step) compiled->convs[0](buffers, u, std::min(units, u + step));
+    return y;
+  };
+  const Tensor whole = run(INT64_MAX / 2);
+  for (int64_t step : {1, 2, 3, 5, 7}) {
+    const Tensor part = run(step);
+    if (std::memcmp(part.data(), whole.data(), static_cast<size_t>(whole.numElements()) * sizeof(float)) != 0)
+      return str("ranges of ", step, " units differ from one range");
+  }
+  return "";
 }
 
 const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 6}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5}};
@@ -142,9 +171,69 @@ TEST(DirectConv, WideRowsMatchTheInterpreter) {
   }
 }
 
-ConvSpec nchw3x3(int64_t width) {
+// Small "same" convolutions at stride 1 as whole planes, vectors across
+// rows: channel blocks and remainders, groups, dilation, asymmetric and
+// one-sided padding, non-square filters, planes of 49 to 256 pixels and
+// planes shorter than their input; every unit split gives the same bits.
+TEST(DirectConv, WholePlanesMatchTheInterpreter) {
+  const char* cases[] = {
+      R"(module @m {
+  func @main(%x: f32[1,16,7,7], %w: f32[20,16,3,3], %b: f32[20]) -> (f32[1,20,7,7]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[1,20,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,6,14,14], %w: f32[6,3,3,3]) -> (f32[2,6,14,14]) {
+    %y = conv2d %x, %w {pads = [1, 1, 1, 1], groups = 2} : f32[2,6,14,14]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,4,9,9], %w: f32[5,4,3,3], %b: f32[5]) -> (f32[1,5,9,9]) {
+    %y = conv2d %x, %w, %b {pads = [2, 2, 2, 2], dilations = [2, 2]} : f32[1,5,9,9]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,3,6,10], %w: f32[4,3,5,3]) -> (f32[1,4,6,10]) {
+    %y = conv2d %x, %w {pads = [2, 1, 2, 1]} : f32[1,4,6,10]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,3,5,8], %w: f32[7,3,3,3]#ohwi) -> (f32[1,7,5,8]) {
+    %y = conv2d %x, %w {pads = [0, 1, 2, 1]} : f32[1,7,5,8]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,2,8,12], %w: f32[3,2,3,3]) -> (f32[1,3,6,12]) {
+    %y = conv2d %x, %w {pads = [0, 1, 0, 1]} : f32[1,3,6,12]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,3,16,16], %w: f32[4,3,3,3], %b: f32[4]) -> (f32[1,4,16,16]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[1,4,16,16]
+    return %y
+  }
+})",
+  };
+  for (const char* text : cases) {
+    auto c = convCase(parseModule(text, "planes.kir", {}));
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_TRUE(c->spec.wholePlanes()) << text;
+    for (const cpu::ConvTiling& t : kTilings) {
+      EXPECT_EQ(compareWithInterpreter(*c, t), "") << text << tilingName(t);
+      EXPECT_EQ(splitsAgree(*c, t), "") << text << tilingName(t);
+    }
+  }
+}
+
+ConvSpec nchw3x3(int64_t width, int64_t height = 80) {
   ConvSpec c;
-  c.n = 1, c.c = 4, c.h = 8, c.wd = width, c.o = 8, c.kh = 3, c.kw = 3, c.oh = 8, c.ow = width;
+  c.n = 1, c.c = 4, c.h = height, c.wd = width, c.o = 8, c.kh = 3, c.kw = 3, c.oh = height, c.ow = width;
   c.padTop = c.padLeft = 1;
   return c;
 }
@@ -162,6 +251,16 @@ TEST(DirectConv, RunsWhereItsVectorsAreFull) {
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(56), DType::F32, {8, 2, 6, false}));
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F16, avx512));    // widened to f32 first
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(32), DType::F64, avx512));
+  // Small planes run whole where they fill three quarters of the lanes
+  // they take, masked loads fast or not.
+  ASSERT_TRUE(nchw3x3(7, 7).wholePlanes());
+  ASSERT_FALSE(nchw3x3(14).wholePlanes());  // 1120 pixels
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(7, 7), DType::F32, avx512));   // 49 of 64 lanes
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(7, 7), DType::F32, {8, 2, 6, false}));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(14, 14), DType::F32, {8, 2, 6, false}));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(4, 4), DType::F32, avx512));   // one whole vector
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(3, 3), DType::F32, {8, 2, 6, false}));  // 9 of 16
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(2, 2), DType::F32, {8, 2, 6, false}));  // 4 of 8
   ConvSpec strided = nchw3x3(32);
   strided.strideW = 2;
   EXPECT_TRUE(cpu::directConvSupports(strided));

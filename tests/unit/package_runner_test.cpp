@@ -191,6 +191,33 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
       << wrong.error().message();
 }
 
+// The convolution above (5x32 planes, stride 1, padding 1) runs as whole
+// planes, split by channels: a package of format 3, whose code split it by
+// rows, is refused rather than run with the wrong units.
+TEST(PackageRunner, OlderWholePlaneConvolutionsAreRefused) {
+  PackageCompileOptions o;
+  o.threads = 1;
+  auto compiled = compilePackage(convModule(), o);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  auto pkg = Package::parse(std::move(compiled->bytes), "conv.kfpkg");
+  ASSERT_TRUE(pkg) << pkg.error().message();
+  ASSERT_TRUE((*pkg)->functions().front().plan->steps[0].conv().wholePlanes());
+  PackageContents c;
+  c.meta = (*pkg)->meta();
+  c.meta.formatVersion = 3;
+  c.functions = (*pkg)->functions();
+  for (const PackageParam& p : c.meta.params) c.params.emplace_back(p.name, &(*pkg)->weights().at(p.name));
+  c.cpuSharedObject = std::string((*pkg)->cpuSharedObject());
+  std::string bytes = writePackage(c);
+  bytes[8] = 3;  // the container's format version, as format 3 wrote it
+  auto old = Package::parse(std::move(bytes), "old.kfpkg");
+  ASSERT_FALSE(old);
+  EXPECT_NE(old.error().message().find("function @forward: the direct convolution at step 0 was compiled by a kfuse that "
+                                       "split small planes by rows"),
+            std::string::npos)
+      << old.error().message();
+}
+
 // An inference package's GEMMs read packed weights and give what BLAS
 // gives (a package that lists none, as older ones, calls BLAS); a listing
 // that names a step which is no such GEMM is refused.
