@@ -48,46 +48,54 @@ Tensor wave(const TensorType& t, double phase) {
   return x;
 }
 
-// Runs the case's convolution generated with `tiling` and the interpreter
-// on the same operands; an empty string when they agree.
-std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& tiling) {
-  const Graph& fn = *c.module->functions().front();
+// The case's operands (waves) and its convolution generated with `tiling`.
+struct Generated {
   std::vector<Tensor> args;
+  cpu::KernelFn conv = nullptr;
+};
+
+Expected<Generated> generate(const ConvCase& c, const cpu::ConvTiling& tiling) {
+  const Graph& fn = *c.module->functions().front();
+  Generated g;
   for (size_t i = 0; i < fn.arguments().size(); ++i)
-    args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
-  auto want = interpret(fn, args);
-  if (!want) return want.error().message();
+    g.args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
   cpu::DirectConv conv{"conv", c.spec, tiling};
-  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
-  if (!compiled) return compiled.error().message();
-  Tensor y = wave(want->outputs[0].type(), 5.0);  // garbage the convolution must overwrite
-  void* buffers[] = {args[0].data(), args[1].data(), args.size() > 2 ? args[2].data() : nullptr, y.data()};
-  testing::runInRanges(compiled->convs[0], buffers, directConvWork(c.spec));
+  KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)}));
+  g.conv = compiled.convs[0];
+  return g;
+}
+
+// Runs the generated convolution over `units` in ranges of `step` units
+// into a result full of garbage it must overwrite.
+Tensor runGenerated(const ConvCase& c, Generated& g, int64_t step) {
+  Tensor y = wave(c.module->functions().front()->results()[0]->type(), 5.0);
+  void* buffers[] = {g.args[0].data(), g.args[1].data(), g.args.size() > 2 ? g.args[2].data() : nullptr, y.data()};
+  const int64_t units = directConvWork(c.spec).units;
+  for (int64_t u = 0; u < units; u += step) g.conv(buffers, u, std::min(units, u + step));
+  return y;
+}
+
+// Runs the case's convolution generated with `tiling` (in three ranges of
+// units) and the interpreter on the same operands; an empty string when
+// they agree.
+std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& tiling) {
+  auto g = generate(c, tiling);
+  if (!g) return g.error().message();
+  auto want = interpret(*c.module->functions().front(), g->args);
+  if (!want) return want.error().message();
+  const Tensor y = runGenerated(c, *g, (directConvWork(c.spec).units + 2) / 3);
   return test::compareTensors(y, want->outputs[0], 1e-5, 1e-5);
 }
 
 // Runs the case's convolution with `tiling` over all its units at once and
-// in ranges of every size from one unit up; an empty string when every run
-// writes the same bits.
+// in ranges of several sizes from one unit up; an empty string when every
+// run writes the same bits.
 std::string splitsAgree(const ConvCase& c, const cpu::ConvTiling& tiling) {
-  const Graph& fn = *c.module->functions().front();
-  std::vector<Tensor> args;
-  for (size_t i = 0; i < fn.arguments().size(); ++i)
-    args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
-  cpu::DirectConv conv{"conv", c.spec, tiling};
-  auto compiled = testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)});
-  if (!compiled) return compiled.error().message();
-  const TensorType& yt = fn.results()[0]->type();
-  auto run = [&](int64_t step) {
-    Tensor y = wave(yt, 5.0);
-    void* buffers[] = {args[0].data(), args[1].data(), args.size() > 2 ? args[2].data() : nullptr, y.data()};
-    const int64_t units = directConvWork(c.spec).units;
-    for (int64_t u = 0; u < units; u += step) compiled->convs[0](buffers, u, std::min(units, u + step));
-    return y;
-  };
-  const Tensor whole = run(INT64_MAX / 2);
+  auto g = generate(c, tiling);
+  if (!g) return g.error().message();
+  const Tensor whole = runGenerated(c, *g, INT64_MAX / 2);
   for (int64_t step : {1, 2, 3, 5, 7}) {
-    const Tensor part = run(step);
+    const Tensor part = runGenerated(c, *g, step);
     if (std::memcmp(part.data(), whole.data(), static_cast<size_t>(whole.numElements()) * sizeof(float)) != 0)
       return str("ranges of ", step, " units differ from one range");
   }

@@ -140,17 +140,35 @@ Tensor firstOutput(std::shared_ptr<const Package> pkg, const std::string& fn, co
   return out ? (*out)[0] : Tensor();
 }
 
+// The package's contents, changed by `edit`, written and read back as
+// format `format` wrote them.
+Expected<std::shared_ptr<const Package>> rewritten(const Package& pkg, const std::function<void(PackageContents&)>& edit,
+                                                   uint32_t format = package::kFormatVersion) {
+  PackageContents c;
+  c.meta = pkg.meta();
+  c.functions = pkg.functions();
+  for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
+  c.cpuSharedObject = std::string(pkg.cpuSharedObject());
+  c.meta.formatVersion = format;
+  edit(c);
+  std::string bytes = writePackage(c);
+  bytes[8] = static_cast<char>(format);  // the container header's format version (little-endian u32)
+  return Package::parse(std::move(bytes), "rewritten.kfpkg");
+}
+
 // The same package with function 0's list of direct convolutions or packed
 // GEMMs (`list`) replaced.
 Expected<std::shared_ptr<const Package>> withSteps(const Package& pkg, std::vector<size_t> PackageFunction::*list,
                                                    std::vector<size_t> steps) {
-  PackageContents c;
-  c.meta = pkg.meta();
-  c.functions = pkg.functions();
-  c.functions[0].*list = std::move(steps);
-  for (const PackageParam& p : pkg.meta().params) c.params.emplace_back(p.name, &pkg.weights().at(p.name));
-  c.cpuSharedObject = std::string(pkg.cpuSharedObject());
-  return Package::parse(writePackage(c), "rewritten.kfpkg");
+  return rewritten(pkg, [&](PackageContents& c) { c.functions[0].*list = std::move(steps); });
+}
+
+// convModule compiled for one thread and read back.
+Expected<std::shared_ptr<const Package>> convPackage() {
+  PackageCompileOptions o;
+  o.threads = 1;
+  KF_ASSIGN_OR_RETURN(CompiledPackage compiled, compilePackage(convModule(), o));
+  return Package::parse(std::move(compiled.bytes), "conv.kfpkg");
 }
 
 // The package lists its direct convolutions, plans no im2col workspace for
@@ -158,11 +176,7 @@ Expected<std::shared_ptr<const Package>> withSteps(const Package& pkg, std::vect
 // step which is no convolution, or that leaves out a convolution without a
 // workspace, is refused.
 TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
-  PackageCompileOptions o;
-  o.threads = 1;
-  auto compiled = compilePackage(convModule(), o);
-  ASSERT_TRUE(compiled) << compiled.error().message();
-  auto pkg = Package::parse(std::move(compiled->bytes), "conv.kfpkg");
+  auto pkg = convPackage();
   ASSERT_TRUE(pkg) << pkg.error().message();
   const PackageFunction& f = (*pkg)->functions().front();
   ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
@@ -195,22 +209,10 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
 // planes, split by channels: a package of format 3, whose code split it by
 // rows, is refused rather than run with the wrong units.
 TEST(PackageRunner, OlderWholePlaneConvolutionsAreRefused) {
-  PackageCompileOptions o;
-  o.threads = 1;
-  auto compiled = compilePackage(convModule(), o);
-  ASSERT_TRUE(compiled) << compiled.error().message();
-  auto pkg = Package::parse(std::move(compiled->bytes), "conv.kfpkg");
+  auto pkg = convPackage();
   ASSERT_TRUE(pkg) << pkg.error().message();
   ASSERT_TRUE((*pkg)->functions().front().plan->steps[0].conv().wholePlanes());
-  PackageContents c;
-  c.meta = (*pkg)->meta();
-  c.meta.formatVersion = 3;
-  c.functions = (*pkg)->functions();
-  for (const PackageParam& p : c.meta.params) c.params.emplace_back(p.name, &(*pkg)->weights().at(p.name));
-  c.cpuSharedObject = std::string((*pkg)->cpuSharedObject());
-  std::string bytes = writePackage(c);
-  bytes[8] = 3;  // the container's format version, as format 3 wrote it
-  auto old = Package::parse(std::move(bytes), "old.kfpkg");
+  auto old = rewritten(**pkg, [](PackageContents&) {}, 3);
   ASSERT_FALSE(old);
   EXPECT_NE(old.error().message().find("function @forward: the direct convolution at step 0 was compiled by a kfuse that "
                                        "split small planes by rows"),
