@@ -29,21 +29,26 @@ inline bool directConvComputes(bool channelsLast, int64_t strideW) {
 // vmaskmovps), rows must also end in a whole vector: at 8 lanes, rows of
 // 14, 20 and 28 pixels ran 0.84-0.97x im2col + GEMM's speed directly, rows
 // of 16, 32, 48 and 56 1.1-1.4x (conv_layout_bench --cpu=haswell --probes).
+// Whether `pixels` fill at least three quarters of the `lanes`-wide
+// vectors they take.
+inline bool fillsThreeQuarters(int64_t pixels, int64_t lanes) {
+  const int64_t taken = (pixels + lanes - 1) / lanes * lanes;
+  return 4 * pixels >= 3 * taken;
+}
+
 inline bool directConvRowsFill(int64_t ow, int64_t lanes, bool partialVectors) {
   if (ow <= lanes || lanes < 1) return false;
   if (!partialVectors && ow % lanes != 0) return false;
-  const int64_t taken = (ow + lanes - 1) / lanes * lanes;
-  return 4 * ow >= 3 * taken;
+  return fillsThreeQuarters(ow, lanes);
 }
 
-// Whole planes (ops::convWholePlanes) pay where the plane takes more than one vector's worth of
-// lanes, or exactly one, and fills three quarters of the lanes it takes (a
+// Whole planes (ops::convWholePlanes) pay where the plane takes more than
+// one vector's worth of lanes, or exactly one, and fills three quarters of
+// the lanes it takes (a
 // 2x2 plane in 8 lanes would waste half of them; im2col + GEMM batches such
 // planes over images instead).
 inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
-  if (lanes < 1 || pixels < lanes) return false;
-  const int64_t taken = (pixels + lanes - 1) / lanes * lanes;
-  return 4 * pixels >= 3 * taken;
+  return lanes >= 1 && pixels >= lanes && fillsThreeQuarters(pixels, lanes);
 }
 
 }  // namespace kfuse

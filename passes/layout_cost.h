@@ -50,7 +50,7 @@ struct LayoutCostModel {
     if (directMacSeconds <= 0 || nhwc) return false;
     if (w.wholePlanes) return directConvPlaneFills(w.oh * w.ow, directLanes);
     const int64_t row = w.pointwise ? w.ow * ops::pointwiseRowsJoined(w.oh, w.ow) : w.ow;
-    return directMacSeconds > 0 && directConvComputes(nhwc, w.strideW) && directConvRowsFill(row, directLanes, /*partialVectors=*/true);
+    return directConvComputes(nhwc, w.strideW) && directConvRowsFill(row, directLanes, /*partialVectors=*/true);
   }
   double convSeconds(const ConvWork& w, bool nhwc, bool ohwi) const {
     return w.macs() * (direct(w, nhwc) ? directMacSeconds : macSeconds[nhwc][ohwi]);

@@ -1,5 +1,6 @@
 #include "codegen/cpu/compile.h"
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -7,8 +8,6 @@
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
-#include <algorithm>
-
 #include <llvm/Passes/OptimizationLevel.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>

@@ -59,6 +59,8 @@ class ConvEmitter {
   }
   void planInteriorBlocks();
   void initAccumulators(Value* o0, int channels, int vectors);
+  Value* inputPlane(Value* n, Value* g, Value* ci);
+  void foldTap(Value* o0, Value* ci, Value* ky, int64_t kx, int channels, const std::vector<Value*>& in);
   void emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk, Value* ox0);
   void emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, int channels, const ColumnBlock& blk,
                 Value* ox0);
@@ -194,6 +196,23 @@ void ConvEmitter::initAccumulators(Value* o0, int channels, int vectors) {
   }
 }
 
+// Input channel ci of group g of image n: its plane's index in x.
+Value* ConvEmitter::inputPlane(Value* n, Value* g, Value* ci) {
+  return b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
+}
+
+// One tap's inputs (a vector per block vector, null where every lane reads
+// padding) folded into the accumulators of channels [o0, o0 + channels),
+// times a broadcast filter value per channel; nothing when all are null.
+void ConvEmitter::foldTap(Value* o0, Value* ci, Value* ky, int64_t kx, int channels, const std::vector<Value*>& in) {
+  if (std::all_of(in.begin(), in.end(), [](Value* x) { return x == nullptr; })) return;
+  for (int co = 0; co < channels; ++co) {
+    Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, ky, kx)));
+    for (size_t p = 0; p < in.size(); ++p)
+      if (in[p]) code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors) + p], wv, in[p]);
+  }
+}
+
 // Whole planes (ConvSpec::wholePlanes). Work units (exec/parallel.h):
 // output planes, (image, channel) row-major, in blocks of t_.channels
 // channels where the range and the group allow and one channel elsewhere
@@ -308,8 +327,7 @@ void ConvEmitter::emitInteriorBlock(Value* n, Value* g, Value* o0, int channels,
   Value* masks = b_.CreateBitCast(interiorMasks_, b_.getInt32Ty()->getPointerTo());
   initAccumulators(o0, channels, t_.vectors);
   code_.loop(cg_, "ci", [&](Value* ci) {
-    Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
-    Value* base = b_.CreateAdd(b_.CreateMul(plane, i64(c_.h * c_.wd)), q0);
+    Value* base = b_.CreateAdd(b_.CreateMul(inputPlane(n, g, ci), i64(c_.h * c_.wd)), q0);
     for (int64_t t = 0; t < taps; ++t) {
       const int64_t ky = t / c_.kw, kx = t % c_.kw;
       std::vector<Value*> in;
@@ -325,11 +343,7 @@ void ConvEmitter::emitInteriorBlock(Value* n, Value* g, Value* o0, int channels,
         }
         in.push_back(v);
       }
-      for (int co = 0; co < channels; ++co) {
-        Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, i64(ky), kx)));
-        for (int64_t p = 0; p < vectors; ++p)
-          code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors + p)], wv, in[static_cast<size_t>(p)]);
-      }
+      foldTap(o0, ci, i64(ky), kx, channels, in);
     }
   });
   storePlaneBlock(n, o0, channels, q0, -1, t_.vectors);
@@ -358,23 +372,12 @@ void ConvEmitter::emitPlaneBlock(Value* n, Value* g, Value* o0, int channels, in
   const int64_t lanes = t_.lanes;
   initAccumulators(o0, channels, vectors);
   code_.loop(cg_, "ci", [&](Value* ci) {
-    Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
-    Value* start = b_.CreateMul(plane, i64(c_.h * c_.wd));
+    Value* start = b_.CreateMul(inputPlane(n, g, ci), i64(c_.h * c_.wd));
     for (int64_t ky = 0; ky < c_.kh; ++ky)
       for (int64_t kx = 0; kx < c_.kw; ++kx) {
-        std::vector<Value*> in(static_cast<size_t>(vectors), nullptr);
-        bool any = false;
-        for (int p = 0; p < vectors; ++p) {
-          in[static_cast<size_t>(p)] = loadPlaneInputs(start, q0 + p * lanes, ky, kx);
-          any = any || in[static_cast<size_t>(p)];
-        }
-        if (!any) continue;
-        for (int co = 0; co < channels; ++co) {
-          Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, i64(ky), kx)));
-          for (int p = 0; p < vectors; ++p)
-            if (Value* x = in[static_cast<size_t>(p)])
-              code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors + p)], wv, x);
-        }
+        std::vector<Value*> in;
+        for (int p = 0; p < vectors; ++p) in.push_back(loadPlaneInputs(start, q0 + p * lanes, ky, kx));
+        foldTap(o0, ci, i64(ky), kx, channels, in);
       }
   });
   storePlaneBlock(n, o0, channels, i64(q0), q0, vectors);
@@ -403,17 +406,12 @@ Value* ConvEmitter::loadPlaneInputs(Value* planeStart, int64_t q, int64_t ky, in
 void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, int channels,
                            const ColumnBlock& blk, Value* ox0) {
   code_.loop(cg_, "ci", [&](Value* ci) {
-    Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), b_.CreateAdd(b_.CreateMul(g, i64(cg_)), ci));
-    Value* rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(plane, i64(c_.h)), iy), i64(c_.wd));
+    Value* rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(inputPlane(n, g, ci), i64(c_.h)), iy), i64(c_.wd));
     for (int64_t kx = 0; kx < c_.kw; ++kx) {
-      std::vector<Value*> in(static_cast<size_t>(blk.vectors), nullptr);
+      std::vector<Value*> in;
       for (int p = 0; p < blk.vectors; ++p)
-        in[static_cast<size_t>(p)] = loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * t_.lanes, kx, blk.clean);
-      for (int co = 0; co < channels; ++co) {
-        Value* wv = code_.splat(code_.loadFloat(w_, weightIndex(b_.CreateAdd(o0, i64(co)), ci, ky, kx)));
-        for (int p = 0; p < blk.vectors; ++p)
-          if (Value* x = in[static_cast<size_t>(p)]) code_.multiplyAdd(acc_[static_cast<size_t>(co * t_.vectors + p)], wv, x);
-      }
+        in.push_back(loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * t_.lanes, kx, blk.clean));
+      foldTap(o0, ci, ky, kx, channels, in);
     }
   });
 }
@@ -492,11 +490,10 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
 
 std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t) {
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
-  if (c.wholePlanes())
-    return str("direct, whole ", c.oh, "x", c.ow, " planes, blocks of ", std::min<int64_t>(t.channels, og),
-               " channels x ", std::min<int64_t>(t.vectors, ceilDiv(c.oh * c.ow, t.lanes)), "x", t.lanes, " pixels");
-  return str("direct, blocks of ", std::min<int64_t>(t.channels, og), " channels x ",
-             std::min<int64_t>(t.vectors, ceilDiv(c.ow, t.lanes)), "x", t.lanes, " pixels");
+  const bool whole = c.wholePlanes();
+  return str("direct, ", whole ? str("whole ", c.oh, "x", c.ow, " planes, ") : std::string(), "blocks of ",
+             std::min<int64_t>(t.channels, og), " channels x ",
+             std::min<int64_t>(t.vectors, ceilDiv(whole ? c.oh * c.ow : c.ow, t.lanes)), "x", t.lanes, " pixels");
 }
 
 }  // namespace kfuse::cpu
