@@ -199,6 +199,21 @@ const Param* Module::findParam(std::string_view name) const {
   return const_cast<Module*>(this)->findParam(name);
 }
 
+bool Module::isUpdated(std::string_view param) const {
+  for (const auto& f : functions_)
+    for (const StateUpdate& u : f->stateUpdates())
+      if (u.param == param) return true;
+  return false;
+}
+
+const Tensor* fixedData(const Value& v) {
+  if (const Node* p = v.producer(); p && p->is(Op::Constant)) return &p->attr("value").asTensor();
+  const Module* m = v.graph() ? v.graph()->module() : nullptr;
+  if (v.kind() != Value::Kind::Param || !m) return nullptr;
+  const Param* p = m->findParam(v.name());
+  return p && p->data && !m->isUpdated(v.name()) ? p->data.get() : nullptr;
+}
+
 void Module::setParamData(std::string_view name, Tensor data, bool backedByFile) {
   Param* p = findParam(name);
   assert(p && data.type().byteSize() == p->type.byteSize());

@@ -235,6 +235,9 @@ class Module {
   Param* findParam(std::string_view name);
   const Param* findParam(std::string_view name) const;
   const std::vector<std::unique_ptr<Param>>& params() const { return params_; }
+  // Whether some function of the module updates the parameter (a training
+  // step's optimizer, batch-norm statistics).
+  bool isUpdated(std::string_view param) const;
   void setParamData(std::string_view name, Tensor data, bool backedByFile = false);
   // Shares `data` (no copy) when its type is the parameter's, else retypes a
   // copy (same bytes, the declared shape and layout).
@@ -251,5 +254,13 @@ class Module {
   std::vector<std::unique_ptr<Param>> params_;
   std::vector<std::unique_ptr<Graph>> functions_;
 };
+
+// The data of `v` when it is fixed as its module compiles: a constant's
+// value, or the data of a parameter no function of the module updates (an
+// inference module's weights; a training step updates its trainable
+// parameters, so theirs are not fixed). Null otherwise. Passes that rewrite
+// by a weight's value (a transposed copy, pow by a constant exponent) ask
+// this, and nothing else.
+const Tensor* fixedData(const Value& v);
 
 }  // namespace kfuse

@@ -1,9 +1,12 @@
 // canonicalize: local algebraic simplifications, applied until nothing
 // changes. Each rewrite keeps the value's type exactly (a rewrite that would
-// change a shape through broadcasting is not applied).
-//   identity(x), x+0, 0+x, x-0, x*1, 1*x, x/1, neg(neg(x)), cast to the same
+// change a shape through broadcasting is not applied). The 0s and 1s are
+// constant nodes; a fixed exponent may also be a weight no function of the
+// module updates (fixedData), as exporters write the model's constants.
+//   identity(x), x+0, 0+x, x-0, x*1, 1*x, x/1, x^1, neg(neg(x)), cast to the same
 //   dtype, transpose by the identity permutation, reshape/expand to the same
 //   shape, concat of one operand                       -> x
+//   x^2, x^3                                           -> x*x, (x*x)*x
 //   transpose(transpose(x, p), q)                      -> transpose(x, p o q)
 //   squeeze, unsqueeze, flatten                        -> reshape (one form)
 //   reshape(reshape(x))                                -> reshape(x)
@@ -31,15 +34,27 @@
 namespace kfuse {
 namespace {
 
-// True when v is a constant whose every element equals `x`.
-bool isSplat(const Value* v, double x) {
-  const Node* p = v->producer();
-  if (!p || !p->is(Op::Constant)) return false;
-  const Tensor& t = p->attr("value").asTensor();
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    if (t.at(i) != x) return false;
+// True when every element of `t` equals `x`.
+bool allEqual(const Tensor* t, double x) {
+  if (!t) return false;
+  for (int64_t i = 0; i < t->numElements(); ++i)
+    if (t->at(i) != x) return false;
   return true;
 }
+
+// True when v is a constant whose every element equals `x`. (Not a weight
+// that happens to hold zeros or ones, as a fresh bias or layer-norm scale
+// does: weights may be loaded after the module compiles.)
+bool isSplat(const Value* v, double x) {
+  const Node* p = v->producer();
+  return p && p->is(Op::Constant) && allEqual(&p->attr("value").asTensor(), x);
+}
+
+// True when v's value is fixed as the module compiles (fixedData: a
+// constant, or a weight no function updates) and every element equals `x`:
+// for the operands exporters keep as initializers though they are the
+// model's constants (the 3 of GELU's cube).
+bool isFixedSplat(const Value* v, double x) { return allEqual(fixedData(*v), x); }
 
 class Canonicalizer {
  public:
@@ -65,6 +80,7 @@ class Canonicalizer {
     if (op == Op::Cast && sameType(operand(0))) return forward(n, operand(0));
     if ((op == Op::Reshape || op == Op::Expand) && sameType(operand(0))) return forward(n, operand(0));
     if (op == Op::Concat && n->numOperands() == 1 && sameType(operand(0))) return forward(n, operand(0));
+    if (op == Op::Pow) return powBySmallInteger(n);
     if (op == Op::Transpose) return rewriteTranspose(n);
     if (op == Op::Matmul) return foldWeightTranspose(n);
     if (op == Op::Gather || op == Op::GatherGrad) return gatherOfRun(n);
@@ -106,6 +122,23 @@ class Canonicalizer {
     const TensorType& t = n->result()->type();
     return replaceWithNode(n, Op::Reshape, {input},
                            {{"shape", Attribute(t.shape)}, {"layout", std::string(layoutName(t.layout))}});
+  }
+
+  // x ^ k for a fixed exponent k of 1, 2 or 3 is x, x*x or (x*x)*x:
+  // multiplications vectorize where pow is a libm call per element (GELU's
+  // tanh form cubes its input, and exporters keep the 3 as an initializer).
+  // x*x rounds as pow does; (x*x)*x is within an ulp of it.
+  bool powBySmallInteger(Node* n) {
+    Value* x = n->operand(0);
+    if (!(x->type() == n->result()->type())) return false;
+    if (isFixedSplat(n->operand(1), 1)) return forward(n, x);
+    const bool cube = isFixedSplat(n->operand(1), 3);
+    if (!cube && !isFixedSplat(n->operand(1), 2)) return false;
+    if (!cube) return replaceWithNode(n, Op::Mul, {x, x}, {});
+    auto square = buildNode(g_, Op::Mul, {x, x}, {}, n);
+    if (!square) return false;
+    (*square)->copyProvenance(*n);
+    return replaceWithNode(n, Op::Mul, {(*square)->result(), x}, {}) || (g_.eraseNode(*square), false);
   }
 
   bool rewriteTranspose(Node* n) {

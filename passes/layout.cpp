@@ -217,18 +217,8 @@ class LayoutRewriter {
 
   // A parameter no function of the module updates, with data: a transpose
   // of it can happen now.
-  bool foldableParam(const Value* v) const {
-    if (v->kind() != Value::Kind::Param || !g_.module()) return false;
-    const Param* p = g_.module()->findParam(v->name());
-    if (!p || !p->data) return false;
-    for (const auto& f : g_.module()->functions())
-      for (const StateUpdate& u : f->stateUpdates())
-        if (u.param == v->name()) return false;
-    return true;
-  }
-  bool foldable(const Value* v) const {
-    return foldableParam(v) || (v->producer() && v->producer()->is(Op::Constant));
-  }
+  static bool foldableParam(const Value* v) { return v->kind() == Value::Kind::Param && fixedData(*v); }
+  static bool foldable(const Value* v) { return fixedData(*v) != nullptr; }
 
   double transposeCost(const Value* v, const Perm& p) const {
     if (!model_ || onlyUnitAxesMove(v->type().shape, p)) return 0;

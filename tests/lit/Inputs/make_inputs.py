@@ -9,6 +9,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from casegen import write_safetensors  # noqa: E402
 
 write_safetensors("w2.safetensors", {"w": np.array([0.5, -2.0], np.float32)})
+# Exponents an exporter keeps as initializers (passes/canonicalize_pow.kir).
+write_safetensors("exponents.safetensors", {name: np.array(v, np.float32) for name, v in
+                                            [("one", 1.0), ("two", 2.0), ("three", 3.0), ("cube", 3.0), ("half", 0.5)]})
 good = open("w2.safetensors", "rb").read()
 open("truncated.safetensors", "wb").write(good[:-3])
 open("garbage.safetensors", "wb").write(b"this is not a weights file at all")
