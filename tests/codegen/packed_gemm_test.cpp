@@ -193,6 +193,33 @@ TEST(PackedGemm, EpiloguesRunPerBlockOfRows) {
   EXPECT_EQ(runMatches(*m, args), "");
 }
 
+// An epilogue is an ordinary kernel inlined into the GEMM: its vector math
+// must stay vectorised (the hand-blocked GEMM alone is optimised lightly,
+// codegen/cpu/compile.cpp). Compiled for a named CPU, not run.
+TEST(PackedGemm, EpiloguesKeepTheirVectorMath) {
+  auto m = fused(R"(module @m {
+  param @w : f32[64,128]
+  func @main(%x: f32[32,64]) -> (f32[32,128]) {
+    %0 = matmul %x, @w : f32[32,128]
+    %1 = tanh %0 : f32[32,128]
+    return %1
+  }
+})");
+  ASSERT_TRUE(m);
+  auto plan = buildPlan(*m->functions().front());
+  ASSERT_TRUE(plan) << plan.error().message();
+  std::vector<size_t> gemms = packedGemmSteps(*plan);
+  ASSERT_EQ(gemms.size(), 1u);
+  const cpu::CpuSubtarget& haswell = testing::subtargetNamed("haswell");
+  cpu::PackedGemm gemm = cpu::packedGemmOf(*plan, gemms[0], "gemm_tanh", haswell.gemm);
+  ASSERT_NE(gemm.epilogue, nullptr) << "the tanh must run inside the GEMM";
+  cpu::CompileOptions options;
+  options.keepOptimizedIR = true;
+  auto compiled = cpu::emitObject(cpu::CodeBatch{{}, {}, std::span(&gemm, 1)}, haswell, options);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_NE(compiled->optimizedIR.find("call <8 x float> @_ZGVdN8v_tanhf("), std::string::npos) << compiled->optimizedIR;
+}
+
 // A new weight tensor is packed again; an epilogue that reads the product
 // in another order runs after the whole GEMM.
 TEST(PackedGemm, RepacksNewWeightsAndKeepsOutOfOrderEpiloguesOutside) {
