@@ -11,9 +11,12 @@ bool packedGemmFits(const Plan& plan, size_t step) {
   for (int b : {g.a, g.b, g.c})
     if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
   if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1) return false;
-  if (g.k > kPackedMaxK || packedBElements(g) * int64_t{sizeof(float)} > kPackedMaxBytes) return false;
+  if (g.k > kPackedMaxK) return false;
+  if (packedColumnsOuter(g) && g.m * g.k * int64_t{sizeof(float)} > kColumnsOuterMaxA) return false;
   return readOnlyWhileRunning(plan, g.b);
 }
+
+bool packedColumnsOuter(const GemmSpec& g) { return packedBElements(g) * int64_t{sizeof(float)} > kPackedMaxBytes; }
 
 std::vector<size_t> packedGemmSteps(const Plan& plan) {
   std::vector<size_t> out;
@@ -26,6 +29,7 @@ Expected<kernel::RowBlocks> packedEpilogue(const Plan& plan, size_t step) {
   if (!packedGemmFits(plan, step)) return Error("the GEMM is not packed");
   const Step& s = plan.steps[step];
   if (s.kernels.empty()) return Error("there is no epilogue");
+  if (packedColumnsOuter(s.gemm())) return Error("the GEMM runs columns outer: a row of C is complete only at the end");
   const kernel::Kernel& k = plan.kernels[static_cast<size_t>(s.kernels[0])];
   const std::vector<int>& buffers = s.kernelBuffers[0];
   auto storage = [&](size_t i) { return plan.storageOf(buffers[i]); };

@@ -34,6 +34,15 @@ inline constexpr int64_t kPackedMaxK = 1024;
 inline constexpr int64_t kPackedMaxBytes = int64_t{2} << 20;
 bool packedGemmFits(const Plan& plan, size_t step);
 
+// A B past kPackedMaxBytes (an LM head, 256 x 50257) runs packed with
+// columns outer (codegen/cpu/gemm_emitter.h): each panel of B stays in
+// cache while every block of rows passes over it, so A is what streams,
+// from the second-level cache: it must fit there (at most
+// kColumnsOuterMaxA bytes). Work units are then panels, not rows, and
+// there is no epilogue (a row of C is complete only at the end).
+inline constexpr int64_t kColumnsOuterMaxA = int64_t{512} << 10;
+bool packedColumnsOuter(const GemmSpec& g);
+
 // The Gemm steps of `plan` that packedGemmFits, in step order.
 std::vector<size_t> packedGemmSteps(const Plan& plan);
 

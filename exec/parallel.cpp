@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/index_space.h"
+#include "exec/packed_gemm.h"
 
 namespace kfuse {
 
@@ -22,7 +23,7 @@ Work kernelWork(const kernel::Kernel& k) {
 
 Work packedGemmWork(const GemmSpec& g) {
   Work w;
-  w.units = g.m;
+  w.units = packedColumnsOuter(g) ? (g.n + kPackedPanel - 1) / kPackedPanel : g.m;
   w.cost = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   return w;
 }

@@ -26,7 +26,11 @@ class GemmEmitter {
 
  private:
   Value* i64(int64_t v) { return code_.i64(v); }
+  Status emitRows();
+  Status emitPanels();
+  void forEachRowBlock(const std::function<void(Value* row0, int rows)>& body);
   Status emitRowBlock(Value* row0, int rows);
+  void emitColumnBlocks(Value* row0, int rows, int64_t firstBlock);
   void emitBlock(Value* row0, int rows, Value* col0, Value* panelBase, int vectors, int64_t partialFrom);
   Status emitEpilogue(Value* row0, int rows);
 
@@ -53,8 +57,13 @@ Expected<llvm::Function*> GemmEmitter::run() {
     epilogueArgs_ = code_.frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(epilogueBuffers_.size()), "epilogue_args");
   }
   for (int i = 0; i < t_.rows * t_.vectors; ++i) acc_.push_back(code_.accumulator());
-  // Work units (exec/parallel.h) are rows: the blocks that start in
-  // [begin, end), the full ones, then the remainder block.
+  KF_RETURN_IF_ERROR(packedColumnsOuter(g_) ? emitPanels() : emitRows());
+  return code_.finish();
+}
+
+// Rows outer. Work units (exec/parallel.h) are rows: the blocks that start
+// in [begin, end), the full ones, then the remainder block.
+Status GemmEmitter::emitRows() {
   const int64_t full = g_.m / t_.rows;
   Status status = Status::ok();
   auto firstBlockFrom = [&](Value* row) { return b_.CreateUDiv(b_.CreateAdd(row, i64(t_.rows - 1)), i64(t_.rows)); };
@@ -70,17 +79,61 @@ Expected<llvm::Function*> GemmEmitter::run() {
     Value* mine = b_.CreateAnd(b_.CreateICmpSLE(first, i64(full)), b_.CreateICmpSGT(last, i64(full)));
     code_.when(mine, "rest", [&] { status = emitRowBlock(i64(full * t_.rows), static_cast<int>(rest)); });
   }
-  KF_RETURN_IF_ERROR(status);
-  return code_.finish();
+  return status;
 }
 
-// Rows [row0, row0 + rows) of C: the column blocks that end inside the
-// matrix in a loop, then the last, partial one (its masks constant); then
-// the epilogue over those rows.
+// Columns outer (packedColumnsOuter: B too large to stream for every block
+// of rows). Work units are panels of packed B. Each block of columns of a
+// panel stays in the first-level cache while every block of rows of A
+// passes over it, A streaming from the second-level cache. No epilogue: a
+// row of C is complete only at the end.
+Status GemmEmitter::emitPanels() {
+  const int64_t fullPanels = g_.n / kPackedPanel;
+  const int64_t perPanel = kPackedPanel / width_;
+  if (fullPanels > 0) {
+    Value* end = b_.CreateSelect(b_.CreateICmpSLT(code_.end(), i64(fullPanels)), code_.end(), i64(fullPanels));
+    code_.loopRange(code_.begin(), end, "p", [&](Value* p) {
+      Value* col0 = b_.CreateMul(p, i64(kPackedPanel));
+      Value* base = b_.CreateMul(p, i64(kPackedPanel * g_.k));
+      for (int64_t w = 0; w < perPanel; ++w)
+        forEachRowBlock([&](Value* row0, int rows) {
+          emitBlock(row0, rows, b_.CreateAdd(col0, i64(w * width_)), b_.CreateAdd(base, i64(w * width_)), t_.vectors,
+                    -1);
+        });
+    });
+  }
+  if (g_.n % kPackedPanel != 0) {
+    Value* mine = b_.CreateAnd(b_.CreateICmpSLE(code_.begin(), i64(fullPanels)),
+                               b_.CreateICmpSGT(code_.end(), i64(fullPanels)));
+    code_.when(mine, "last_panel", [&] {
+      forEachRowBlock([&](Value* row0, int rows) { emitColumnBlocks(row0, rows, fullPanels * perPanel); });
+    });
+  }
+  return Status::ok();
+}
+
+// body(row0, rows) for every block of rows of C: the full ones in a loop,
+// then the remainder.
+void GemmEmitter::forEachRowBlock(const std::function<void(Value* row0, int rows)>& body) {
+  const int64_t full = g_.m / t_.rows;
+  code_.loop(full, "i", [&](Value* i) { body(b_.CreateMul(i, i64(t_.rows)), t_.rows); });
+  if (const int64_t rest = g_.m % t_.rows; rest > 0) body(i64(full * t_.rows), static_cast<int>(rest));
+}
+
+// Rows [row0, row0 + rows) of C, then the epilogue over those rows.
 Status GemmEmitter::emitRowBlock(Value* row0, int rows) {
+  emitColumnBlocks(row0, rows, 0);
+  return gemm_.epilogue ? emitEpilogue(row0, rows) : Status::ok();
+}
+
+// Rows [row0, row0 + rows) of C from column block `firstBlock` to the end:
+// the blocks that end inside the matrix in a loop, then the last, partial
+// one (its masks constant).
+void GemmEmitter::emitColumnBlocks(Value* row0, int rows, int64_t firstBlock) {
   const int64_t perPanel = kPackedPanel / width_;
   const int64_t clean = g_.n / width_;
-  code_.loop(clean, "j", [&](Value* j) {
+  code_.loop(clean - firstBlock, "j", [&](Value* jj) {
+    Value* j = b_.CreateAdd(jj, i64(firstBlock));
     Value* panel = b_.CreateUDiv(j, i64(perPanel));
     Value* within = b_.CreateMul(b_.CreateURem(j, i64(perPanel)), i64(width_));
     Value* panelBase = b_.CreateAdd(b_.CreateMul(panel, i64(kPackedPanel * g_.k)), within);
@@ -91,7 +144,6 @@ Status GemmEmitter::emitRowBlock(Value* row0, int rows) {
     const int64_t panelBase = col0 / kPackedPanel * kPackedPanel * g_.k + col0 % kPackedPanel;
     emitBlock(row0, rows, i64(col0), i64(panelBase), static_cast<int>(ceilDiv(rest, t_.lanes)), col0);
   }
-  return gemm_.epilogue ? emitEpilogue(row0, rows) : Status::ok();
 }
 
 // C[row0 .. row0 + rows, col0 .. col0 + vectors * lanes) = A[rows, :] @ B[:, cols].
@@ -179,7 +231,7 @@ Expected<llvm::Function*> emitPackedGemm(const PackedGemm& gemm, llvm::Module& m
 }
 
 std::string describePackedGemm(const GemmSpec& g, const GemmTiling& t, bool epilogue) {
-  return str("packed B, blocks of ", std::min<int64_t>(t.rows, g.m), " rows x ",
+  return str("packed B, ", packedColumnsOuter(g) ? "columns outer, " : "", "blocks of ", std::min<int64_t>(t.rows, g.m), " rows x ",
              std::min<int64_t>(t.vectors, ceilDiv(g.n, t.lanes)), "x", t.lanes, " columns",
              epilogue ? ", epilogue per block of rows" : "");
 }

@@ -7,9 +7,12 @@
 // `lanes` columns, kept in vector registers: per step of k, one packed row
 // of B per vector and one broadcast element of A per row, folded with fused
 // multiply-adds. Rows go outermost: a block's rows of A stay in the
-// first-level cache while it passes over every panel of packed B. C is
-// written once, never cleared first; columns past n are masked off (the
-// packed panel's padding is zero).
+// first-level cache while it passes over every panel of packed B. Where B
+// is too large for that (exec/packed_gemm.h's packedColumnsOuter), panels
+// go outermost instead: each block of a panel's columns stays in cache
+// while every block of rows passes over it. C is written once, never
+// cleared first; columns past n are masked off (the packed panel's padding
+// is zero).
 //
 // With an epilogue (exec/packed_gemm.h's packedEpilogue), the function
 // runs it over each block of rows as soon as the block is complete, while
@@ -17,7 +20,8 @@
 // (exec/row_blocks.h), emitted beside the GEMM and inlined.
 //
 // ABI: llvm_emitter.h's `void <symbol>(void** buffers, int64_t begin, int64_t end)`, the
-// work units blocks of rows (exec/parallel.h), with buffers
+// work units rows, or panels when columns go outermost (exec/parallel.h's
+// packedGemmWork), with buffers
 // {a, packed b, c} (f32), then the epilogue kernel's buffers in its order.
 #pragma once
 
@@ -56,7 +60,7 @@ PackedGemm packedGemmOf(const Plan& plan, size_t step, std::string name, const G
 Expected<llvm::Function*> emitPackedGemm(const PackedGemm& gemm, llvm::Module& module);
 
 // One line for kernel listings ("packed B, blocks of 12 rows x 2x16
-// columns, epilogue per block of rows").
+// columns, epilogue per block of rows"; "packed B, columns outer, ...").
 std::string describePackedGemm(const GemmSpec& g, const GemmTiling& t, bool epilogue);
 
 }  // namespace kfuse::cpu

@@ -61,7 +61,11 @@ TEST(PackedGemm, MatchesTheProductForEveryBlockShape) {
   struct Shape3 {
     int64_t m, k, n;
   };
-  const Shape3 shapes[] = {{1, 1, 1}, {12, 8, 32}, {13, 5, 33}, {25, 17, 100}, {7, 64, 16}, {36, 3, 64}, {2, 9, 47}};
+  // The last two have B past kPackedMaxBytes: columns outer, one of whole
+  // panels only, one ending in a partial panel.
+  const Shape3 shapes[] = {{1, 1, 1},   {12, 8, 32}, {13, 5, 33},      {25, 17, 100},
+                           {7, 64, 16}, {36, 3, 64}, {2, 9, 47},       {13, 8, 65536 + 64},
+                           {7, 40, 13213}};
   for (const cpu::GemmTiling& t : kTilings)
     for (const Shape3& s : shapes)
       for (bool transB : {false, true}) {
@@ -113,8 +117,11 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
   Plan large = *plan;  // B past what a block of rows streams from cache
   large.steps[gemms[0]].gemm().k = kPackedMaxK + 1;
   EXPECT_TRUE(packedGemmSteps(large).empty());
-  large.steps[gemms[0]].gemm().k = 1024;
+  large.steps[gemms[0]].gemm().k = 1024;  // B of 2.2 MB: columns outer, A small enough
   large.steps[gemms[0]].gemm().n = 544;
+  EXPECT_TRUE(packedColumnsOuter(large.steps[gemms[0]].gemm()));
+  EXPECT_EQ(packedGemmSteps(large), std::vector<size_t>{gemms[0]});
+  large.steps[gemms[0]].gemm().m = 200;  // A of 800 KB would stream from further than the L2
   EXPECT_TRUE(packedGemmSteps(large).empty());
   plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm().c);
   EXPECT_TRUE(packedGemmSteps(*plan).empty());
@@ -191,6 +198,28 @@ TEST(PackedGemm, EpiloguesRunPerBlockOfRows) {
   std::vector<Tensor> args = {waveTensor(fn.arguments()[0]->type(), 0.5), waveTensor(fn.arguments()[1]->type(), 1.5)};
   EXPECT_EQ(verdicts(*m), (std::vector<std::string>{"", ""}));
   EXPECT_EQ(runMatches(*m, args), "");
+}
+
+// A B past kPackedMaxBytes runs columns outer, its epilogue after the
+// whole GEMM; results are the interpreter's.
+TEST(PackedGemm, ColumnsOuterRunsItsEpilogueAfter) {
+  auto m = fused(R"(module @m {
+  param @w : f32[16,33000]
+  param @b : f32[33000]
+  func @main(%x: f32[5,16]) -> (f32[5,33000]) {
+    %0 = matmul %x, @w : f32[5,33000]
+    %1 = add %0, @b : f32[5,33000]
+    %2 = relu %1 : f32[5,33000]
+    return %2
+  }
+})");
+  ASSERT_TRUE(m);
+  for (const char* p : {"w", "b"}) m->setParamData(p, waveTensor(m->findParam(p)->type, static_cast<double>(p[0])));
+  const Graph& fn = *m->functions().front();
+  std::vector<std::string> v = verdicts(*m);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].find("columns outer"), std::string::npos) << v[0];
+  EXPECT_EQ(runMatches(*m, {waveTensor(fn.arguments()[0]->type(), 0.5)}), "");
 }
 
 // An epilogue is an ordinary kernel inlined into the GEMM: its vector math
