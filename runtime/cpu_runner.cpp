@@ -96,6 +96,10 @@ Status CpuRunner::download(int buffer, Tensor& into) {
   return Status::ok();
 }
 
+Expected<Tensor> CpuRunner::fetch(int buffer) {
+  return Tensor::copyOf(plan_->buffers[static_cast<size_t>(buffer)].type, at(buffer));
+}
+
 Status CpuRunner::copyBuffer(int dst, int src) {
   std::memcpy(at(dst), at(src), plan_->buffers[static_cast<size_t>(dst)].type.byteSize());
   return Status::ok();

@@ -46,6 +46,7 @@ class CpuRunner : public PlanRunner {
   Status allocate() override;
   Status upload(int buffer, const Tensor& t) override;
   Status download(int buffer, Tensor& into) override;
+  Expected<Tensor> fetch(int buffer) override;
   Status copyBuffer(int dst, int src) override;
   Status poisonArena() override;
   Status poisonBuffer(int buffer) override;

@@ -154,11 +154,16 @@ Expected<bool> PlanRunner::guardFails(const RunOptions& ro) {
   return !ok;
 }
 
+Expected<Tensor> PlanRunner::fetch(int buffer) {
+  Tensor t(plan_->buffers[static_cast<size_t>(buffer)].type);
+  KF_RETURN_IF_ERROR(download(buffer, t));
+  return t;
+}
+
 Expected<InterpreterResult> PlanRunner::outputs() {
   InterpreterResult r;
   for (int out : plan_->outputs) {
-    Tensor t(plan_->buffers[static_cast<size_t>(out)].type);
-    KF_RETURN_IF_ERROR(download(out, t));
+    KF_ASSIGN_OR_RETURN(Tensor t, fetch(out));
     r.outputs.push_back(std::move(t));
   }
   return r;
