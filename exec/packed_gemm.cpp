@@ -11,12 +11,13 @@ bool packedGemmFits(const Plan& plan, size_t step) {
   for (int b : {g.a, g.b, g.c})
     if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
   if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1) return false;
-  if (g.k > kPackedMaxK) return false;
   if (packedColumnsOuter(g) && g.m * g.k * int64_t{sizeof(float)} > kColumnsOuterMaxA) return false;
   return readOnlyWhileRunning(plan, g.b);
 }
 
-bool packedColumnsOuter(const GemmSpec& g) { return packedBElements(g) * int64_t{sizeof(float)} > kPackedMaxBytes; }
+bool packedColumnsOuter(const GemmSpec& g) {
+  return g.k > kPackedMaxK || packedBElements(g) * int64_t{sizeof(float)} > kPackedMaxBytes;
+}
 
 std::vector<size_t> packedGemmSteps(const Plan& plan) {
   std::vector<size_t> out;

@@ -24,23 +24,26 @@ inline constexpr int64_t kPackedPanel = 32;
 // Whether GEMM step `step` of `plan` runs packed: f32 A, B and C, one
 // matrix (no batch), A not transposed, B's storage a parameter or constant
 // that no step of the plan writes (a training step's weights are rewritten
-// every step and keep going to BLAS), and B small enough that every block
-// of rows can stream all of it from the second-level cache: at most
-// kPackedMaxK rows and kPackedMaxBytes packed. OpenBLAS, which blocks k
-// and n, wins beyond (one thread, 2 MB L2: 128x1024x512 1.03x faster
-// packed, 128x2048x512 0.94x, 256x1024x1024 0.86x; 128x784x512 1.17x and
-// the transformer benchmark's 256x128x512 1.10x faster).
+// every step and keep going to BLAS), and, where the GEMM runs columns
+// outer, A at most kColumnsOuterMaxA bytes.
+//
+// Rows go outermost while every block of rows can stream all of B from the
+// second-level cache: at most kPackedMaxK rows and kPackedMaxBytes packed
+// (one thread, 2 MB L2: 128x1024x512 1.03x faster than OpenBLAS, 128x784x512
+// 1.17x, the transformer benchmark's 256x128x512 1.10x). Past either,
+// columns go outermost (packedColumnsOuter, codegen/cpu/gemm_emitter.h):
+// each panel of B stays in cache while every block of rows passes over it,
+// so A is what streams, from the second-level cache, and must fit there.
+// Work units are then panels, not rows, and there is no epilogue (a row of
+// C is complete only at the end). gemm_bench, one thread, AVX2, against
+// OpenBLAS: an LM head 128x256x50257 1.04-1.12x, 128x768x3072 1.03-1.06x;
+// classifier heads 1x1280x1000 3.2x and 1x2048x1000 3.4-4.3x (OpenBLAS
+// packs their whole B on every call); 32x2048x1024 1.16-1.26x, 64x2048x1024
+// (A 512 KiB) 1.01x, 128x2048x512 (A 1 MiB) 0.90-0.92x, where BLAS stays.
 inline constexpr int64_t kPackedMaxK = 1024;
 inline constexpr int64_t kPackedMaxBytes = int64_t{2} << 20;
-bool packedGemmFits(const Plan& plan, size_t step);
-
-// A B past kPackedMaxBytes (an LM head, 256 x 50257) runs packed with
-// columns outer (codegen/cpu/gemm_emitter.h): each panel of B stays in
-// cache while every block of rows passes over it, so A is what streams,
-// from the second-level cache: it must fit there (at most
-// kColumnsOuterMaxA bytes). Work units are then panels, not rows, and
-// there is no epilogue (a row of C is complete only at the end).
 inline constexpr int64_t kColumnsOuterMaxA = int64_t{512} << 10;
+bool packedGemmFits(const Plan& plan, size_t step);
 bool packedColumnsOuter(const GemmSpec& g);
 
 // The Gemm steps of `plan` that packedGemmFits, in step order.

@@ -30,9 +30,10 @@ namespace kfuse::package {
 // format 4 computes small "same" convolutions as whole planes, split into
 // work units by output channel instead of by row (ConvSpec::wholePlanes):
 // an older package is read unless it has such a direct convolution;
-// format 5 packs GEMMs whose B is past 2 MiB, columns outer, their work
-// units panels (exec/packed_gemm.h's packedColumnsOuter), which format 4's
-// readers refuse; older packages never pack them and are read as before.
+// format 5 packs GEMMs whose B is past 2 MiB or 1024 rows, columns outer,
+// their work units panels (exec/packed_gemm.h's packedColumnsOuter), which
+// format 4's readers refuse; older packages never pack them and are read
+// as before.
 inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;

@@ -61,11 +61,11 @@ TEST(PackedGemm, MatchesTheProductForEveryBlockShape) {
   struct Shape3 {
     int64_t m, k, n;
   };
-  // The last two have B past kPackedMaxBytes: columns outer, one of whole
-  // panels only, one ending in a partial panel.
+  // The last three run columns outer: B past kPackedMaxBytes, of whole
+  // panels only and ending in a partial panel; k past kPackedMaxK.
   const Shape3 shapes[] = {{1, 1, 1},   {12, 8, 32}, {13, 5, 33},      {25, 17, 100},
                            {7, 64, 16}, {36, 3, 64}, {2, 9, 47},       {13, 8, 65536 + 64},
-                           {7, 40, 13213}};
+                           {7, 40, 13213}, {3, 1100, 70}};
   for (const cpu::GemmTiling& t : kTilings)
     for (const Shape3& s : shapes)
       for (bool transB : {false, true}) {
@@ -114,14 +114,22 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
     if (plan->steps[s].kind() == StepKind::Gemm) gemms.push_back(s);
   ASSERT_EQ(gemms.size(), 2u);
   EXPECT_EQ(packedGemmSteps(*plan), std::vector<size_t>{gemms[0]});
-  Plan large = *plan;  // B past what a block of rows streams from cache
-  large.steps[gemms[0]].gemm().k = kPackedMaxK + 1;
-  EXPECT_TRUE(packedGemmSteps(large).empty());
-  large.steps[gemms[0]].gemm().k = 1024;  // B of 2.2 MB: columns outer, A small enough
-  large.steps[gemms[0]].gemm().n = 544;
-  EXPECT_TRUE(packedColumnsOuter(large.steps[gemms[0]].gemm()));
+  // Columns outer where B is past what a block of rows streams from cache:
+  // k past kPackedMaxK, or B past 2 MiB; packed only while A fits the L2.
+  Plan large = *plan;
+  GemmSpec& g = large.steps[gemms[0]].gemm();
+  EXPECT_FALSE(packedColumnsOuter(g));
+  g.k = kPackedMaxK + 1;  // a classifier head: 4 rows of A, 16 KB
+  EXPECT_TRUE(packedColumnsOuter(g));
   EXPECT_EQ(packedGemmSteps(large), std::vector<size_t>{gemms[0]});
-  large.steps[gemms[0]].gemm().m = 200;  // A of 800 KB would stream from further than the L2
+  g.m = 128;  // A of 513 KB
+  EXPECT_TRUE(packedGemmSteps(large).empty());
+  g.m = 4;
+  g.k = 1024;  // B of 2.2 MB
+  g.n = 544;
+  EXPECT_TRUE(packedColumnsOuter(g));
+  EXPECT_EQ(packedGemmSteps(large), std::vector<size_t>{gemms[0]});
+  g.m = 200;  // A of 800 KB would stream from further than the L2
   EXPECT_TRUE(packedGemmSteps(large).empty());
   plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm().c);
   EXPECT_TRUE(packedGemmSteps(*plan).empty());
