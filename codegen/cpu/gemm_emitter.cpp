@@ -231,8 +231,9 @@ Expected<llvm::Function*> emitPackedGemm(const PackedGemm& gemm, llvm::Module& m
 }
 
 std::string describePackedGemm(const GemmSpec& g, const GemmTiling& t, bool epilogue) {
-  return str("packed B, ", packedColumnsOuter(g) ? "columns outer, " : "", "blocks of ", std::min<int64_t>(t.rows, g.m), " rows x ",
-             std::min<int64_t>(t.vectors, ceilDiv(g.n, t.lanes)), "x", t.lanes, " columns",
+  return str("packed B, ", packedColumnsOuter(g) ? "columns outer, " : "", "blocks of ",
+             std::min<int64_t>(t.rows, g.m), " rows x ", std::min<int64_t>(t.vectors, ceilDiv(g.n, t.lanes)), "x",
+             t.lanes, " columns",
              epilogue ? ", epilogue per block of rows" : "");
 }
 
