@@ -130,6 +130,10 @@ struct OpDef {
   InferFn infer;
   ReferenceFn reference;
   ScalarFn scalar;  // set for Elementwise and Broadcast ops
+  // For elementwise ops whose value depends on where the element is (the
+  // dropout mask): `scalar` receives one operand more than the node has,
+  // last, the result element's flat row-major index (i64).
+  bool scalarReadsIndex = false;
   // For ops that compute row by row (reductions, softmax, norms, losses):
   // their loop structure and scalar program inside a fused kernel.
   RowSpecFn rowSpec;

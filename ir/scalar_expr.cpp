@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "ir/philox.h"
 #include "ir/support/strings.h"
 
 namespace kfuse {
@@ -46,8 +47,20 @@ std::string_view scalarOpName(ScalarOp op) {
     case ScalarOp::And: return "and";
     case ScalarOp::Or: return "or";
     case ScalarOp::Select: return "select";
+    case ScalarOp::Philox: return "philox";
   }
   return "?";
+}
+
+size_t scalarArity(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::Const:
+    case ScalarOp::Input:
+    case ScalarOp::Index: return 0;
+    case ScalarOp::Select: return 3;
+    case ScalarOp::Philox: return 4;
+    default: return op >= ScalarOp::Add ? 2 : 1;
+  }
 }
 
 DType computeType(DType storage) {
@@ -100,6 +113,14 @@ Scalar select(const Scalar& cond, const Scalar& a, const Scalar& b) {
 
 Scalar cast(const Scalar& x, DType storage) {
   return Scalar(make({ScalarOp::Cast, computeType(storage), 0, -1, {x.node()}}));
+}
+
+Scalar philoxBits(const Scalar& index, const Scalar& step, int64_t seed) {
+  assert(index.type() == DType::I64 && step.type() == DType::I64);
+  auto s = static_cast<uint64_t>(seed);
+  Scalar lo = Scalar::constant(static_cast<double>(philox::lo32(s)), DType::I64);
+  Scalar hi = Scalar::constant(static_cast<double>(philox::hi32(s)), DType::I64);
+  return Scalar(make({ScalarOp::Philox, DType::I64, 0, -1, {index.node(), step.node(), lo.node(), hi.node()}}));
 }
 
 namespace {
@@ -155,6 +176,14 @@ double evaluateScalar(const ScalarNode& n, std::span<const double> in, std::span
     case ScalarOp::And: return (arg(0) != 0) && (arg(1) != 0);
     case ScalarOp::Or: return (arg(0) != 0) || (arg(1) != 0);
     case ScalarOp::Select: return arg(0) != 0 ? arg(1) : arg(2);
+    case ScalarOp::Philox: {
+      // Operands are integral doubles; through int64 so that negative ones
+      // keep their two's-complement bits, as the emitters' i64s do.
+      auto bits = [&](size_t i) { return static_cast<uint64_t>(static_cast<int64_t>(arg(i))); };
+      uint64_t i = bits(0), t = bits(1);
+      return philox::philox4x32_10({philox::lo32(i), philox::hi32(i), philox::lo32(t), philox::hi32(t)},
+                                   {static_cast<uint32_t>(bits(2)), static_cast<uint32_t>(bits(3))})[0];
+    }
   }
   return 0;
 }

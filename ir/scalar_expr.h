@@ -24,9 +24,16 @@ enum class ScalarOp : uint8_t {
   Add, Sub, Mul, Div, Pow, Max, Min, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   // ternary
   Select,
+  // philox(index, step, key_lo, key_hi), all i64: the first 32-bit output of
+  // Philox4x32-10 for counter (index, step) and key (key_lo, key_hi) (each a
+  // 32-bit half, so that a 64-bit seed survives the double Const holds), as
+  // an i64 in [0, 2^32): dropout's random bits (ir/philox.h).
+  Philox,
 };
 
 std::string_view scalarOpName(ScalarOp op);
+// The number of operands of `op` (0 for leaves).
+size_t scalarArity(ScalarOp op);
 
 // The type arithmetic happens in for a storage dtype: f32 for f32/f16/bf16,
 // f64 for f64, i64 for every integer type, bool for bool.
@@ -65,6 +72,9 @@ Scalar unary(ScalarOp op, const Scalar& x);
 Scalar binary(ScalarOp op, const Scalar& a, const Scalar& b);
 Scalar select(const Scalar& cond, const Scalar& a, const Scalar& b);
 Scalar cast(const Scalar& x, DType storage);
+// Philox's first 32-bit output for counter (index, step) and key `seed`
+// (ir/philox.h's dropoutBits), as an i64 in [0, 2^32).
+Scalar philoxBits(const Scalar& index, const Scalar& step, int64_t seed);
 
 // A double mixed with a Scalar becomes a constant of the Scalar's type.
 #define KF_SCALAR_BINARY_OP(sym, op)                                                          \

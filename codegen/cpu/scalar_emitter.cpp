@@ -9,6 +9,7 @@
 
 #include "codegen/cpu/storage.h"
 #include "codegen/kernel/scalar_rules.h"
+#include "ir/philox.h"
 #include "ir/support/strings.h"
 
 namespace kfuse::cpu {
@@ -47,6 +48,7 @@ Value* ScalarEmitter::node(const ScalarNode& n, const std::vector<Value*>& args)
     case ScalarOp::And: return b_.CreateAnd(truthy(0), truthy(1));
     case ScalarOp::Or: return b_.CreateOr(truthy(0), truthy(1));
     case ScalarOp::Select: return b_.CreateSelect(truthy(0), args[1], args[2]);
+    case ScalarOp::Philox: return emitPhilox(args);
     default: break;
   }
   if (isComparison(n.op)) return emitCompare(n.op, n.args[0]->type, args[0], args[1]);
@@ -84,6 +86,32 @@ Value* ScalarEmitter::callLibm(const char* name, DType type, Value* x) {
   call->setDoesNotAccessMemory();
   call->setDoesNotThrow();
   return call;
+}
+
+// Philox4x32-10 (ir/philox.h) in 32-bit lanes: each round's two 32x32->64
+// products are i64 multiplies of zero-extended halves, which the vectorizer
+// turns into pmuludq.
+Value* ScalarEmitter::emitPhilox(const std::vector<Value*>& args) {
+  llvm::Type* i32 = b_.getInt32Ty();
+  llvm::Type* i64 = b_.getInt64Ty();
+  auto low = [&](Value* v) { return b_.CreateTrunc(v, i32); };
+  auto high = [&](Value* v) { return b_.CreateTrunc(b_.CreateLShr(v, 32), i32); };
+  Value *c0 = low(args[0]), *c1 = high(args[0]), *c2 = low(args[1]), *c3 = high(args[1]);
+  Value *k0 = low(args[2]), *k1 = low(args[3]);
+  auto product = [&](uint32_t m, Value* c) { return b_.CreateMul(b_.getInt64(m), b_.CreateZExt(c, i64)); };
+  for (int r = 0; r < philox::kRounds; ++r) {
+    if (r > 0) {
+      k0 = b_.CreateAdd(k0, b_.getInt32(philox::kW0));
+      k1 = b_.CreateAdd(k1, b_.getInt32(philox::kW1));
+    }
+    Value* p0 = product(philox::kM0, c0);
+    Value* p1 = product(philox::kM1, c2);
+    c0 = b_.CreateXor(b_.CreateXor(high(p1), c1), k0);
+    c1 = low(p1);
+    c2 = b_.CreateXor(b_.CreateXor(high(p0), c3), k1);
+    c3 = low(p0);
+  }
+  return b_.CreateZExt(c0, i64);
 }
 
 Value* ScalarEmitter::emitUnary(const ScalarNode& n, Value* x) {

@@ -37,6 +37,7 @@ class ScalarEmitter {
   llvm::Value* emitUnary(const ScalarNode& n, llvm::Value* x);
   llvm::Value* emitBinary(const ScalarNode& n, llvm::Value* x, llvm::Value* y);
   llvm::Value* emitCompare(ScalarOp op, DType type, llvm::Value* x, llvm::Value* y);
+  llvm::Value* emitPhilox(const std::vector<llvm::Value*>& args);
   llvm::Value* callLibm(const char* name, DType type, llvm::Value* x);
 
   llvm::IRBuilderBase& b_;

@@ -69,6 +69,26 @@ KF_FN kf_i64 kf_idiv(kf_i64 a, kf_i64 b) { return b == 0 ? 0 : b == -1 ? kf_neg(
 KF_FN kf_i64 kf_imax(kf_i64 a, kf_i64 b) { return a > b ? a : b; }
 KF_FN kf_i64 kf_imin(kf_i64 a, kf_i64 b) { return a < b ? a : b; }
 
+// Philox4x32-10's first output for counter (index, step) and key (klo,
+// khi): dropout's random bits, ir/philox.h's dropoutBits bit for bit.
+KF_FN kf_i64 kf_philox(kf_i64 index, kf_i64 step, kf_i64 klo, kf_i64 khi) {
+  kf_u32 c0 = (kf_u32)(kf_u64)index, c1 = (kf_u32)((kf_u64)index >> 32);
+  kf_u32 c2 = (kf_u32)(kf_u64)step, c3 = (kf_u32)((kf_u64)step >> 32);
+  kf_u32 k0 = (kf_u32)(kf_u64)klo, k1 = (kf_u32)(kf_u64)khi;
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const kf_u64 p0 = (kf_u64)0xD2511F53u * c0, p1 = (kf_u64)0xCD9E8D57u * c2;
+    c0 = (kf_u32)(p1 >> 32) ^ c1 ^ k0;
+    c1 = (kf_u32)p1;
+    c2 = (kf_u32)(p0 >> 32) ^ c3 ^ k1;
+    c3 = (kf_u32)p0;
+  }
+  return (kf_i64)c0;
+}
+
 // Float -> integer as a store rounds (ir/dtype.cpp saturateInt): toward
 // zero, NaN -> 0, clamped; `below` is the largest value of the float type
 // under the integer range's end, above which the result is `top`.

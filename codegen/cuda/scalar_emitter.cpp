@@ -162,6 +162,7 @@ std::string ScalarEmitter::node(const ScalarNode& n, const std::vector<std::stri
       case ScalarOp::And: expr = str("(", t(0), " && ", t(1), ")"); break;
       case ScalarOp::Or: expr = str("(", t(0), " || ", t(1), ")"); break;
       case ScalarOp::Select: expr = str("(", t(0), " ? ", a[1], " : ", a[2], ")"); break;
+      case ScalarOp::Philox: expr = str("kf_philox(", a[0], ", ", a[1], ", ", a[2], ", ", a[3], ")"); break;
       default:
         if (isComparison(n.op)) {
           static constexpr const char* kOps[] = {"<", "<=", ">", ">=", "==", "!="};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "ir/kernel_form.h"
@@ -164,6 +165,23 @@ class Lowering {
     return Scalar::input(it->second, arg->type().dtype);
   }
 
+  // The row-major index, in a value of `shape`, of the element `m` reads.
+  static Scalar flatIndex(const DimMap& m, const Shape& shape) {
+    std::vector<int64_t> strides = stridesOf(shape);
+    int64_t base = 0;
+    std::map<int, int64_t> perDim;
+    for (size_t j = 0; j < m.size(); ++j) {
+      base += strides[j] * m[j].offset;
+      if (m[j].dim >= 0) perDim[m[j].dim] += strides[j] * m[j].scale;
+    }
+    std::optional<Scalar> index;
+    auto add = [&](const Scalar& term) { index = index ? *index + term : term; };
+    for (const auto& [dim, stride] : perDim)
+      if (stride != 0) add(stride == 1 ? Scalar::index(dim) : Scalar::index(dim) * static_cast<double>(stride));
+    if (base != 0 || !index) add(Scalar::constant(static_cast<double>(base), DType::I64));
+    return *index;
+  }
+
   // Operand maps of a NumPy-broadcasting op from its result's map.
   static DimMap broadcastOperand(const DimMap& m, const Shape& result, const Shape& operand) {
     DimMap out(operand.size());
@@ -196,6 +214,7 @@ class Lowering {
         KF_ASSIGN_OR_RETURN(Scalar s, valueAt(u, broadcastOperand(m, v->type().shape, u->type().shape)));
         operands.push_back(s);
       }
+      if (n.op().scalarReadsIndex) operands.push_back(flatIndex(m, v->type().shape));
       return n.op().scalar(call, operands)[static_cast<size_t>(v->resultIndex())];
     }
     if (n.op().affine) {

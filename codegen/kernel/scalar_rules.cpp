@@ -13,12 +13,20 @@ ScalarKind kindOf(ScalarOp op) {
     case ScalarOp::Input:
     case ScalarOp::Index: return ScalarKind::Leaf;
     case ScalarOp::Select: return ScalarKind::Ternary;
+    case ScalarOp::Philox: return ScalarKind::Quaternary;
     default: return op >= ScalarOp::Add ? ScalarKind::Binary : ScalarKind::Unary;
   }
 }
 
 size_t arity(ScalarKind k) {
-  return k == ScalarKind::Leaf ? 0 : k == ScalarKind::Unary ? 1 : k == ScalarKind::Binary ? 2 : 3;
+  switch (k) {
+    case ScalarKind::Leaf: return 0;
+    case ScalarKind::Unary: return 1;
+    case ScalarKind::Binary: return 2;
+    case ScalarKind::Ternary: return 3;
+    case ScalarKind::Quaternary: return 4;
+  }
+  return 0;
 }
 
 bool isComputeType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::I64 || t == DType::Bool; }
@@ -50,6 +58,7 @@ bool typeSupported(ScalarOp op, DType t) {
     case ScalarOp::Not:
     case ScalarOp::And:
     case ScalarOp::Or: return t == DType::Bool;
+    case ScalarOp::Philox: return t == DType::I64;
     default:
       if (isComparison(op)) return t == DType::Bool;
       return isFloatType(t);  // exp, log, tanh, ...: no i64 or bool holds their results

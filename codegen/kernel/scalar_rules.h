@@ -14,7 +14,7 @@
 
 namespace kfuse::kernel {
 
-enum class ScalarKind : uint8_t { Leaf, Unary, Binary, Ternary };
+enum class ScalarKind : uint8_t { Leaf, Unary, Binary, Ternary, Quaternary };
 
 ScalarKind kindOf(ScalarOp op);
 size_t arity(ScalarKind k);

@@ -27,7 +27,7 @@ constexpr int64_t kMaxExprDepth = 256;
 constexpr int64_t kMaxExprTree = int64_t{1} << 20;
 
 constexpr std::array<std::string_view, 3> kScopes = {"element", "row", "final"};
-constexpr size_t kScalarOps = static_cast<size_t>(ScalarOp::Select) + 1;
+constexpr size_t kScalarOps = static_cast<size_t>(ScalarOp::Philox) + 1;
 
 }  // namespace
 
@@ -250,7 +250,7 @@ class KernelReader {
         } else if (op == ScalarOp::Index) {
           n.input = static_cast<int>(toInt(row[2], "iteration dim", 0, static_cast<int64_t>(k_.numDims()) - 1));
         } else {
-          size_t arity = op == ScalarOp::Select ? 3 : op >= ScalarOp::Add ? 2 : 1;
+          size_t arity = scalarArity(op);
           const json& args = arrayOf(row[2], "the arguments");
           if (args.size() != arity) fail(str(scalarOpName(op), " takes ", arity, " arguments, not ", args.size()));
           for (const json& a : args) {

@@ -458,6 +458,23 @@ void registerDropout(OpRegistry& r) {
     if (!c.getBool("mask")) return one(c.inputs[0]);
     return std::vector<TensorType>{c.inputs[0], TensorType(DType::Bool, c.inputs[0].shape, c.inputs[0].layout)};
   };
+  // In kernels: the same bits from the element's flat index (the operand
+  // the lowering appends), x scaled in f64 and rounded once, as the
+  // reference does, so every backend gives the reference's values exactly.
+  d.scalarReadsIndex = true;
+  d.scalar = [](const OpCall& c, std::span<const Scalar> in) {
+    const bool hasStep = c.inputs.size() > 1;
+    const Scalar& x = in[0];
+    Scalar step = hasStep ? in[1] : Scalar::constant(0, DType::I64);
+    Scalar bits = philoxBits(in[hasStep ? 2 : 1], step, c.getInt("seed"));
+    double ratio = c.getFloat("ratio");
+    // (u >> 8) >= threshold  <=>  u >= threshold * 256 for a 32-bit u.
+    Scalar keep = bits >= static_cast<double>(philox::dropoutThreshold(ratio)) * 256.0;
+    Scalar scaled = cast(cast(x, DType::F64) / (1.0 - ratio), c.inputs[0].dtype);
+    std::vector<Scalar> out{select(keep, scaled, Scalar::constant(0, x.type()))};
+    if (c.getBool("mask")) out.push_back(keep);
+    return out;
+  };
   d.reference = [](const OpCall& c, std::span<const Tensor* const> in,
                    std::span<const TensorType> out) -> Expected<std::vector<Tensor>> {
     double ratio = c.getFloat("ratio");

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "codegen/cpu/compile.h"
+#include "ir/philox.h"
 #include "ir/support/strings.h"
 #include "tests/codegen/jit_harness.h"
 #include "tests/codegen/kernel_builder.h"
@@ -241,6 +242,26 @@ TEST(CpuElementwise, IndexLeaves) {
   b.storeOuter(b.output(DType::I32, {4, 1, 3, 5}), v);
   Kernel k = b.build();
   EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact()));
+}
+
+TEST(CpuElementwise, PhiloxIsDropoutsDefinition) {
+  // The scalar op is ir/philox.h's dropoutBits, for 64-bit seeds, negative
+  // ones and counters past 2^32 (both counter words in use).
+  for (int64_t seed : {int64_t{0}, int64_t{-3}, int64_t{0x123456789abcdef0}})
+    for (int64_t index : {int64_t{0}, int64_t{7}, (int64_t{1} << 33) + 5})
+      for (int64_t step : {int64_t{0}, int64_t{3}, (int64_t{1} << 40) + 1}) {
+        Scalar bits = philoxBits(c(static_cast<double>(index), DType::I64), c(static_cast<double>(step), DType::I64), seed);
+        EXPECT_EQ(evaluateScalar(*bits.node(), {}), philox::dropoutBits(seed, step, index))
+            << "seed " << seed << " index " << index << " step " << step;
+      }
+  // Compiled (a vector loop and its remainder) against the interpreter.
+  KernelBuilder b("philox", {3, 517});
+  Scalar step = b.loadAxes(b.input(DType::I64, {}), {});
+  Scalar index = Scalar::index(0) * c(517, DType::I64) + Scalar::index(1) + c(0x1p33, DType::I64);
+  Scalar bits = philoxBits(index, step, int64_t{0x123456789abcdef0});
+  b.storeOuter(b.output(DType::I64, {3, 517}), bits);
+  b.storeOuter(b.output(DType::Bool, {3, 517}), bits >= 0x80000000 * 1.0);
+  EXPECT_TRUE(matchesInterpreter(b.build(), Tolerance::exact()));
 }
 
 TEST(CpuElementwise, EmptyShapesRunNothing) {
