@@ -249,15 +249,33 @@ Tensors referenceGatherGrad(const OpCall& c, Inputs in, Outputs out) {
     if (v < -size || v >= size)
       return Error(str("index ", v, " at position ", i, " is out of range for axis ", axis, " of size ", size));
   }
-  ops::forEachIndex(dy.shape(), [&](const std::vector<int64_t>& idx, int64_t flat) {
-    std::vector<int64_t> at(idx.begin() + axis, idx.begin() + axis + ri);
-    int64_t v = ops::readIndex(indices, ops::flatOffset(at, indices.shape()));
-    std::vector<int64_t> dst(idx.begin(), idx.begin() + axis);
-    dst.push_back(v < 0 ? v + size : v);
-    dst.insert(dst.end(), idx.begin() + axis + ri, idx.end());
-    acc[static_cast<size_t>(ops::flatOffset(dst, out[0].shape))] += dy.at(flat);
-  });
-  return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
+  // dy = [pre, j, post]: row j of each prefix is added to row indices[j]
+  // of the result, in dy's row-major order (the order the sums are made in
+  // fixes their rounding), one contiguous row of `inner` at a time.
+  const Shape& ds = dy.shape();
+  const int64_t outer = numElements(Shape(ds.begin(), ds.begin() + axis));
+  const int64_t inner = numElements(Shape(ds.begin() + axis + ri, ds.end()));
+  const int64_t count = indices.numElements();
+  auto scatter = [&](const auto* src) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < count; ++j) {
+        int64_t v = ops::readIndex(indices, j);
+        if (v < 0) v += size;
+        const auto* from = src + (o * count + j) * inner;
+        double* to = acc.data() + (o * size + v) * inner;
+        for (int64_t t = 0; t < inner; ++t) to[t] += static_cast<double>(from[t]);
+      }
+  };
+  if (dy.dtype() != DType::F32) {  // f32, the common case, is read and written directly
+    const std::vector<double> src = dy.toDoubles();
+    scatter(src.data());
+    return std::vector<Tensor>{Tensor::fromDoubles(out[0], acc)};
+  }
+  scatter(dy.as<float>());
+  Tensor y(out[0]);
+  float* to = y.as<float>();
+  for (size_t i = 0; i < acc.size(); ++i) to[i] = static_cast<float>(acc[i]);
+  return std::vector<Tensor>{std::move(y)};
 }
 
 // ------------------------------------------------------------ interleave
