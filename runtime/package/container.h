@@ -33,8 +33,10 @@ namespace kfuse::package {
 // format 5 packs GEMMs whose B is past 2 MiB or 1024 rows, columns outer,
 // their work units panels (exec/packed_gemm.h's packedColumnsOuter), which
 // format 4's readers refuse; older packages never pack them and are read
-// as before.
-inline constexpr uint32_t kFormatVersion = 5;
+// as before; format 6 has dropout inside kernels (the philox scalar op,
+// ir/scalar_expr.h), which format 5's readers cannot parse; older packages
+// ran dropout as a reference op, which still runs.
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr size_t kMaxSectionName = 32;
