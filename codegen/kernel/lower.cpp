@@ -146,14 +146,21 @@ class Lowering {
     return m;
   }
 
-  Scalar load(const Value* arg, const DimMap& m) {
+  // Where, in a row-major value of `shape`, the element `m` maps to lies:
+  // a base and a stride per iteration dim.
+  IndexMap indexMap(const DimMap& m, const Shape& shape) const {
     IndexMap im;
     im.strides.assign(numDims(), 0);
-    std::vector<int64_t> strides = stridesOf(arg->type().shape);
+    std::vector<int64_t> strides = stridesOf(shape);
     for (size_t j = 0; j < m.size(); ++j) {
       im.base += strides[j] * m[j].offset;
       if (m[j].dim >= 0) im.strides[static_cast<size_t>(m[j].dim)] += strides[j] * m[j].scale;
     }
+    return im;
+  }
+
+  Scalar load(const Value* arg, const DimMap& m) {
+    IndexMap im = indexMap(m, arg->type().shape);
     int buffer = argBuffer_.at(arg);
     std::string k = str(buffer, ":", im.base);
     for (int64_t s : im.strides) k += str(",", s);
@@ -165,20 +172,18 @@ class Lowering {
     return Scalar::input(it->second, arg->type().dtype);
   }
 
-  // The row-major index, in a value of `shape`, of the element `m` reads.
-  static Scalar flatIndex(const DimMap& m, const Shape& shape) {
-    std::vector<int64_t> strides = stridesOf(shape);
-    int64_t base = 0;
-    std::map<int, int64_t> perDim;
-    for (size_t j = 0; j < m.size(); ++j) {
-      base += strides[j] * m[j].offset;
-      if (m[j].dim >= 0) perDim[m[j].dim] += strides[j] * m[j].scale;
-    }
+  // The row-major index, in a value of `shape`, of the element `m` reads,
+  // as an expression of the iteration dims.
+  Scalar flatIndex(const DimMap& m, const Shape& shape) const {
+    IndexMap im = indexMap(m, shape);
     std::optional<Scalar> index;
     auto add = [&](const Scalar& term) { index = index ? *index + term : term; };
-    for (const auto& [dim, stride] : perDim)
-      if (stride != 0) add(stride == 1 ? Scalar::index(dim) : Scalar::index(dim) * static_cast<double>(stride));
-    if (base != 0 || !index) add(Scalar::constant(static_cast<double>(base), DType::I64));
+    for (size_t d = 0; d < im.strides.size(); ++d) {
+      int64_t stride = im.strides[d];
+      Scalar i = Scalar::index(static_cast<int>(d));
+      if (stride != 0) add(stride == 1 ? i : i * static_cast<double>(stride));
+    }
+    if (im.base != 0 || !index) add(Scalar::constant(static_cast<double>(im.base), DType::I64));
     return *index;
   }
 
@@ -285,15 +290,10 @@ class Lowering {
     KF_ASSIGN_OR_RETURN(Scalar value, valueAt(v, m));
     Store s;
     s.buffer = buffer;
-    s.map.strides.assign(numDims(), 0);
-    std::vector<int64_t> strides = stridesOf(v->type().shape);
+    s.map = indexMap(m, v->type().shape);
     std::vector<bool> written(numDims(), false);
-    for (size_t j = 0; j < m.size(); ++j) {
-      s.map.base += strides[j] * m[j].offset;
-      if (m[j].dim < 0) continue;
-      s.map.strides[static_cast<size_t>(m[j].dim)] += strides[j] * m[j].scale;
-      written[static_cast<size_t>(m[j].dim)] = true;
-    }
+    for (const AffineDim& a : m)
+      if (a.dim >= 0) written[static_cast<size_t>(a.dim)] = true;
     bool readsGlobals = dependsOn(*value.node(), kGlobalBase, kGlobalBase + (1 << 20));
     bool spansRow = false;
     for (size_t d = k_.outer.size(); d < numDims(); ++d) spansRow |= written[d];

@@ -7,27 +7,10 @@
 
 namespace kfuse::kernel {
 
-ScalarKind kindOf(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::Const:
-    case ScalarOp::Input:
-    case ScalarOp::Index: return ScalarKind::Leaf;
-    case ScalarOp::Select: return ScalarKind::Ternary;
-    case ScalarOp::Philox: return ScalarKind::Quaternary;
-    default: return op >= ScalarOp::Add ? ScalarKind::Binary : ScalarKind::Unary;
-  }
-}
+// The kind follows the operand count, which ir/scalar_expr.h defines.
+ScalarKind kindOf(ScalarOp op) { return static_cast<ScalarKind>(scalarArity(op)); }
 
-size_t arity(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Leaf: return 0;
-    case ScalarKind::Unary: return 1;
-    case ScalarKind::Binary: return 2;
-    case ScalarKind::Ternary: return 3;
-    case ScalarKind::Quaternary: return 4;
-  }
-  return 0;
-}
+size_t arity(ScalarKind k) { return static_cast<size_t>(k); }
 
 bool isComputeType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::I64 || t == DType::Bool; }
 bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }

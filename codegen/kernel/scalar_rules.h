@@ -14,6 +14,7 @@
 
 namespace kfuse::kernel {
 
+// Numbered by operand count: arity(kind) is the enumerator's value.
 enum class ScalarKind : uint8_t { Leaf, Unary, Binary, Ternary, Quaternary };
 
 ScalarKind kindOf(ScalarOp op);
