@@ -10,6 +10,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <atomic>
+#include <deque>
 #include <optional>
 #include <set>
 #include <thread>
@@ -72,13 +73,27 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target, const 
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(subtarget), std::move(*jit), std::move(*tm), cacheDir));
 }
 
-namespace {
-
-// One generated function to compile, and what identifies its code.
-struct Unit {
-  CodeBatch batch;
-  std::string description;  // everything its code depends on but the CPU and options
+// The batch's functions by their code: each a copy named after a hash of
+// everything its code depends on but its name, so that functions alike (a
+// transformer's layers, a ResNet stage's blocks) are compiled and linked
+// once, and found in the object cache whatever the model called them.
+struct JitUnits {
+  struct Unit {
+    CodeBatch batch;          // one function, named `name`
+    std::string description;  // everything its code depends on but the CPU and options
+    std::string name;         // its symbol's (symbolName)
+    std::string shownAs;      // the first name the batch gave it, for errors
+  };
+  std::vector<Unit> units;  // one per distinct function
+  FunctionNames names;      // each function of the batch: its unit's name
+  // The renamed copies the units point into (deques: stable addresses).
+  std::deque<kernel::Kernel> kernelCopies, epilogueCopies;
+  std::deque<DirectConv> convCopies;
+  std::deque<PackedGemm> gemmCopies;
+  std::set<std::string> seen;  // the units' names
 };
+
+namespace {
 
 std::string describeTiling(const ConvTiling& t) {
   return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors);
@@ -86,26 +101,73 @@ std::string describeTiling(const ConvTiling& t) {
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }
 
-std::vector<Unit> unitsOf(const CodeBatch& batch) {
-  std::vector<Unit> units;
-  for (size_t i = 0; i < batch.kernels.size(); ++i)
-    units.push_back({CodeBatch{batch.kernels.subspan(i, 1), {}},
-                     str("kernel ", batch.kernels[i].name, "\n", package::writeKernel(batch.kernels[i]).dump())});
-  for (size_t i = 0; i < batch.convs.size(); ++i) {
-    const DirectConv& c = batch.convs[i];
-    units.push_back({CodeBatch{{}, batch.convs.subspan(i, 1)},
-                     str("conv ", c.name, "\n", convSpecJson(c.spec), "\n", describeTiling(c.tiling))});
+// The spec with the plan's buffer numbers replaced by the function's
+// argument positions: its code depends only on whether there is a bias.
+ConvSpec codeOnly(ConvSpec c) {
+  c.x = 0, c.w = 1, c.y = 3;
+  c.bias = c.bias >= 0 ? 2 : -1;
+  c.workspace = -1;  // the plan's scratch for library convolutions; generated ones have none
+  return c;
+}
+
+// The unit's name for code described by `description` ("" where the name
+// goes); true when the code is new to the batch.
+std::pair<std::string, bool> nameCode(JitUnits& u, const std::string& kind, const std::string& description) {
+  std::string name = str(kind, "_", ObjectCache::key({kind, description}).substr(0, 24));
+  const bool fresh = u.seen.insert(name).second;
+  return {std::move(name), fresh};
+}
+
+std::unique_ptr<JitUnits> unitsOf(const CodeBatch& batch) {
+  auto u = std::make_unique<JitUnits>();
+  for (const kernel::Kernel& k : batch.kernels) {
+    kernel::Kernel copy = k;
+    copy.name.clear();
+    auto [name, fresh] = nameCode(*u, "kernel", package::writeKernel(copy).dump());
+    u->names.kernels.push_back(name);
+    if (!fresh) continue;
+    copy.name = name;
+    const kernel::Kernel& at = u->kernelCopies.emplace_back(std::move(copy));
+    u->units.push_back({CodeBatch{std::span(&at, 1), {}}, package::writeKernel(at).dump(), name, k.name});
   }
-  for (size_t i = 0; i < batch.gemms.size(); ++i) {
-    const PackedGemm& g = batch.gemms[i];
-    std::string epilogue = g.epilogue ? package::writeKernel(*g.epilogue).dump() : "none";
+  for (const DirectConv& c : batch.convs) {
+    const ConvSpec spec = codeOnly(c.spec);
+    const std::string code = str(convSpecJson(spec), "\n", describeTiling(c.tiling));
+    auto [name, fresh] = nameCode(*u, "conv", code);
+    u->names.convs.push_back(name);
+    if (!fresh) continue;
+    const DirectConv& at = u->convCopies.emplace_back(DirectConv{name, spec, c.tiling});
+    u->units.push_back({CodeBatch{{}, std::span(&at, 1)}, str("conv ", name, "\n", code), name, c.name});
+  }
+  for (const PackedGemm& g : batch.gemms) {
+    PackedGemm copy = g;
+    copy.spec.a = 0, copy.spec.b = 1, copy.spec.c = 2;  // the function takes its buffers as arguments
+    if (g.epilogue) {
+      kernel::Kernel epilogue = *g.epilogue;
+      epilogue.name = "epilogue";  // its code is named after the GEMM's
+      copy.epilogue = &u->epilogueCopies.emplace_back(std::move(epilogue));
+    }
     std::string blocks = str(g.blocks.pointsPerRow);
     for (int64_t s : g.blocks.rowStrides) blocks += str(",", s);
-    units.push_back({CodeBatch{{}, {}, batch.gemms.subspan(i, 1)},
-                     str("gemm ", g.name, "\n", gemmSpecJson(g.spec), "\n", describeTiling(g.tiling), "\n", epilogue,
-                         "\n", blocks)});
+    const std::string code = str(gemmSpecJson(copy.spec), "\n", describeTiling(g.tiling), "\n",
+                                 copy.epilogue ? package::writeKernel(*copy.epilogue).dump() : "none", "\n", blocks);
+    auto [name, fresh] = nameCode(*u, "gemm", code);
+    u->names.gemms.push_back(name);
+    if (!fresh) continue;
+    copy.name = name;
+    const PackedGemm& at = u->gemmCopies.emplace_back(std::move(copy));
+    u->units.push_back({CodeBatch{{}, {}, std::span(&at, 1)}, str("gemm ", name, "\n", code), name, g.name});
   }
-  return units;
+  return u;
+}
+
+// An error from a unit names the function as the batch did.
+Error shownAs(const Error& e, const JitUnits::Unit& unit) {
+  const std::string name = "@" + unit.name;
+  std::string message = e.message();
+  for (size_t at = 0; (at = message.find(name, at)) != std::string::npos; at += unit.shownAs.size() + 1)
+    message.replace(at, name.size(), "@" + unit.shownAs);
+  return Error(message);
 }
 
 // A batch is one namespace of symbols, as its one module was: names must be
@@ -125,11 +187,11 @@ Status checkUniqueNames(const CodeBatch& batch) {
 
 }  // namespace
 
-// Each function's object file, from the cache or compiled, on one thread per
+// Each unit's object file, from the cache or compiled, on one thread per
 // CPU; the first failure in batch order.
-Expected<std::vector<std::string>> CpuJit::objectsOf(const CodeBatch& batch, const CompileOptions& options,
+Expected<std::vector<std::string>> CpuJit::objectsOf(const JitUnits& batch, const CompileOptions& options,
                                                      CompiledKernels& stats) {
-  std::vector<Unit> units = unitsOf(batch);
+  const std::vector<JitUnits::Unit>& units = batch.units;
   const CpuTarget& t = subtarget_.target;
   std::vector<std::optional<Expected<std::string>>> objects(units.size());
   std::atomic<size_t> next{0}, compiled{0}, hits{0};
@@ -150,7 +212,7 @@ Expected<std::vector<std::string>> CpuJit::objectsOf(const CodeBatch& batch, con
       Expected<ObjectCode> object = emitObject(units[i].batch, subtarget_, co);
       ++compiled;
       if (!object) {
-        objects[i] = object.error();
+        objects[i] = shownAs(object.error(), units[i]);
         continue;
       }
       if (cache_.enabled()) (void)cache_.store(key, object->bytes);  // an unwritable cache only costs time
@@ -175,8 +237,9 @@ Expected<std::vector<std::string>> CpuJit::objectsOf(const CodeBatch& batch, con
 Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileOptions& options) {
   if (options.keepOptimizedIR || options.assembly) return compileOneModule(batch, options);
   KF_RETURN_IF_ERROR(checkUniqueNames(batch));
+  std::unique_ptr<JitUnits> units = unitsOf(batch);
   CompiledKernels out;
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> objects, objectsOf(batch, options, out));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> objects, objectsOf(*units, options, out));
   std::lock_guard<std::mutex> lock(mutex_);
   auto dylib = jit_->createJITDylib(str("kfuse_batch_", batches_++));
   if (!dylib) return fromLLVM(dylib.takeError(), "cannot create a JITDylib");
@@ -184,19 +247,25 @@ Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileO
   for (size_t i = 0; i < objects.size(); ++i)
     if (llvm::Error e = jit_->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(objects[i], str("unit", i))))
       return fromLLVM(std::move(e), "cannot add compiled code");
-  return lookupAll(*dylib, batch, std::move(out));
+  return lookupAll(*dylib, batch, units->names, std::move(out));
 }
 
-Expected<CompiledKernels> CpuJit::lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch, CompiledKernels out) {
-  auto lookup = [&](const std::string& name, const char* what, std::vector<KernelFn>& into) -> Status {
+// Each function of the batch, found under its symbol `names` gives.
+Expected<CompiledKernels> CpuJit::lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch,
+                                            const FunctionNames& names, CompiledKernels out) {
+  auto lookup = [&](const std::string& name, const std::string& shown, const char* what,
+                    std::vector<KernelFn>& into) -> Status {
     auto symbol = jit_->lookup(dylib, symbolName(name));
-    if (!symbol) return fromLLVM(symbol.takeError(), str(what, " @", name));
+    if (!symbol) return fromLLVM(symbol.takeError(), str(what, " @", shown));
     into.push_back(reinterpret_cast<KernelFn>(static_cast<uintptr_t>(symbol->getAddress())));
     return Status::ok();
   };
-  for (const kernel::Kernel& k : batch.kernels) KF_RETURN_IF_ERROR(lookup(k.name, "kernel", out.functions));
-  for (const DirectConv& c : batch.convs) KF_RETURN_IF_ERROR(lookup(c.name, "convolution", out.convs));
-  for (const PackedGemm& g : batch.gemms) KF_RETURN_IF_ERROR(lookup(g.name, "GEMM", out.gemms));
+  for (size_t i = 0; i < batch.kernels.size(); ++i)
+    KF_RETURN_IF_ERROR(lookup(names.kernels[i], batch.kernels[i].name, "kernel", out.functions));
+  for (size_t i = 0; i < batch.convs.size(); ++i)
+    KF_RETURN_IF_ERROR(lookup(names.convs[i], batch.convs[i].name, "convolution", out.convs));
+  for (size_t i = 0; i < batch.gemms.size(); ++i)
+    KF_RETURN_IF_ERROR(lookup(names.gemms[i], batch.gemms[i].name, "GEMM", out.gemms));
   return out;
 }
 
@@ -213,7 +282,11 @@ Expected<CompiledKernels> CpuJit::compileOneModule(const CodeBatch& batch, const
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(ctx));
   if (llvm::Error e = jit_->addIRModule(*dylib, std::move(tsm))) return fromLLVM(std::move(e), "cannot add kernels");
   out.compiled = batch.kernels.size() + batch.convs.size() + batch.gemms.size();
-  return lookupAll(*dylib, batch, std::move(out));
+  FunctionNames names;  // one module: the batch's own names
+  for (const kernel::Kernel& k : batch.kernels) names.kernels.push_back(k.name);
+  for (const DirectConv& c : batch.convs) names.convs.push_back(c.name);
+  for (const PackedGemm& g : batch.gemms) names.gemms.push_back(g.name);
+  return lookupAll(*dylib, batch, names, std::move(out));
 }
 
 }  // namespace kfuse::cpu

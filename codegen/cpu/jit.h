@@ -7,11 +7,12 @@
 //   compiled.functions[0](buffers);
 //
 // Each compile() call is one batch, linked into its own JITDylib, so batches
-// never clash on kernel names. Each generated function of the batch is its
-// own object file, compiled (O3 by default) on one thread per CPU this
-// process may use, or taken from the on-disk cache (object_cache.h) when an
-// earlier run compiled the same function for the same CPU with the same
-// kfuse. libm and libc symbols resolve from the process. Function pointers
+// never clash on kernel names. Each distinct generated function of the batch
+// is its own object file, named after a hash of its code (not the kernel's
+// name), compiled (O3 by default) on one thread per CPU this process may
+// use, or taken from the on-disk cache (object_cache.h) when an earlier run
+// compiled the same code for the same CPU with the same kfuse. Functions
+// alike share one object: a 12-layer transformer's layers compile once. libm and libc symbols resolve from the process. Function pointers
 // stay valid while the CpuJit lives.
 #pragma once
 
@@ -33,13 +34,19 @@ class JITDylib;
 
 namespace kfuse::cpu {
 
+// The symbol each function of a batch is compiled under, in batch order.
+struct FunctionNames {
+  std::vector<std::string> kernels, convs, gemms;
+};
+struct JitUnits;  // jit.cpp: a batch's distinct functions
+
 struct CompiledKernels {
   std::vector<KernelFn> functions;  // in the order of the kernels compiled
   std::vector<KernelFn> convs;      // in the order of the direct convolutions compiled
   std::vector<KernelFn> gemms;      // in the order of the packed GEMMs compiled
   std::string optimizedIR;          // filled when CompileOptions::keepOptimizedIR
-  size_t compiled = 0;              // functions LLVM compiled
-  size_t cacheHits = 0;             // functions loaded from the object cache
+  size_t compiled = 0;              // distinct functions LLVM compiled
+  size_t cacheHits = 0;             // distinct functions loaded from the object cache
 };
 
 class CpuJit {
@@ -69,9 +76,10 @@ class CpuJit {
   CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
          std::string cacheDir);
   Expected<CompiledKernels> compileOneModule(const CodeBatch& batch, const CompileOptions& options);
-  Expected<std::vector<std::string>> objectsOf(const CodeBatch& batch, const CompileOptions& options,
+  Expected<std::vector<std::string>> objectsOf(const JitUnits& units, const CompileOptions& options,
                                                CompiledKernels& stats);
-  Expected<CompiledKernels> lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch, CompiledKernels out);
+  Expected<CompiledKernels> lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch, const FunctionNames& names,
+                                      CompiledKernels out);
 
   CpuSubtarget subtarget_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;

@@ -299,6 +299,30 @@ TEST(DirectConv, GeneratesVectorCodeForEachLevel) {
   }
 }
 
+// The JIT compiles a convolution's code once per batch, however many steps
+// run it (a ResNet stage's blocks): the plan's buffer numbers and the
+// step's name are not part of the code, whether there is a bias is.
+TEST(DirectConv, ConvolutionsAlikeCompileOnce) {
+  auto withBuffers = [](ConvSpec c, int x, int w, int bias, int y) {
+    c.x = x, c.w = w, c.bias = bias, c.y = y;
+    return c;
+  };
+  const cpu::ConvTiling tiling{8, 2, 4};
+  const std::vector<cpu::DirectConv> convs = {{"block1_conv", withBuffers(nchw3x3(32), 3, 4, 5, 6), tiling},
+                                              {"block2_conv", withBuffers(nchw3x3(32), 9, 10, 11, 12), tiling},
+                                              {"no_bias", withBuffers(nchw3x3(32), 9, 10, -1, 12), tiling},
+                                              {"wider", withBuffers(nchw3x3(40), 3, 4, 5, 6), tiling}};
+  auto jit = cpu::CpuJit::create(cpu::CpuTarget::host(), "");
+  ASSERT_TRUE(jit) << jit.error().message();
+  auto compiled = (*jit)->compile(cpu::CodeBatch{{}, convs});
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_EQ(compiled->compiled, 3u);
+  ASSERT_EQ(compiled->convs.size(), 4u);
+  EXPECT_EQ(compiled->convs[0], compiled->convs[1]);
+  EXPECT_NE(compiled->convs[0], compiled->convs[2]);
+  EXPECT_NE(compiled->convs[0], compiled->convs[3]);
+}
+
 TEST(DirectConv, RefusesWhatItCannotCompute) {
   ConvSpec strided = nchw3x3(32);
   strided.strideW = 3;

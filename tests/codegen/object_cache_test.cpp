@@ -123,6 +123,39 @@ TEST(ObjectCache, KeysTellCpusApart) {
   fs::remove_all(dir);
 }
 
+// Functions are compiled and cached by their code, not their names: a
+// batch's kernels alike (a transformer's layers) compile once, and a kernel
+// another model names differently is found in the cache.
+TEST(ObjectCache, KernelsAlikeCompileOnceWhateverTheirNames) {
+  std::vector<Kernel> kernels = someKernels();
+  for (size_t i = 0; i < 2; ++i) {
+    kernels.push_back(kernels[i]);
+    kernels.back().name = str("layer_2_", kernels[i].name);
+  }
+  auto jit = cpu::CpuJit::create(cpu::CpuTarget::host(), "");
+  ASSERT_TRUE(jit);
+  auto compiled = (*jit)->compile(kernels);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_EQ(compiled->compiled, 3u);
+  ASSERT_EQ(compiled->functions.size(), 5u);
+  EXPECT_EQ(compiled->functions[3], compiled->functions[0]);
+  EXPECT_EQ(compiled->functions[4], compiled->functions[1]);
+  expectCorrect(kernels, *compiled);
+
+  if (cpu::ObjectCache::codeGeneratorId().empty()) GTEST_SKIP() << "this binary has no build-id: nothing is cached";
+  std::string dir = scratchDir("renamed");
+  auto cached = cpu::CpuJit::create(cpu::CpuTarget::host(), dir);
+  ASSERT_TRUE(cached);
+  ASSERT_TRUE((*cached)->compile(std::span(kernels.data(), 1)));
+  std::vector<Kernel> renamed = {kernels[0]};
+  renamed[0].name = "another_models_softmax";
+  auto again = (*cached)->compile(renamed);
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(again->cacheHits, 1u);
+  expectCorrect(renamed, *again);
+  fs::remove_all(dir);
+}
+
 TEST(ObjectCache, NoDirectoryMeansNoCache) {
   std::vector<Kernel> kernels = someKernels();
   auto jit = cpu::CpuJit::create(cpu::CpuTarget::host(), "");
