@@ -14,9 +14,9 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <type_traits>
 
-#include "exec/io/kernel_io.h"
-#include "exec/io/plan_io.h"
+#include "codegen/cpu/code_identity.h"
 #include "ir/support/strings.h"
 #include "runtime/threads.h"
 
@@ -73,10 +73,9 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target, const 
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(subtarget), std::move(*jit), std::move(*tm), cacheDir));
 }
 
-// The batch's functions by their code: each a copy named after a hash of
-// everything its code depends on but its name, so that functions alike (a
-// transformer's layers, a ResNet stage's blocks) are compiled and linked
-// once, and found in the object cache whatever the model called them.
+// The batch's functions by their code (code_identity.h): each distinct one
+// a copy named after its code, compiled and linked once, and found in the
+// object cache whatever the model called it.
 struct JitUnits {
   struct Unit {
     CodeBatch batch;          // one function, named `name`
@@ -87,77 +86,36 @@ struct JitUnits {
   std::vector<Unit> units;  // one per distinct function
   FunctionNames names;      // each function of the batch: its unit's name
   // The renamed copies the units point into (deques: stable addresses).
-  std::deque<kernel::Kernel> kernelCopies, epilogueCopies;
-  std::deque<DirectConv> convCopies;
-  std::deque<PackedGemm> gemmCopies;
+  std::deque<kernel::Kernel> kernels;
+  std::deque<DirectConv> convs;
+  std::deque<PackedGemm> gemms;
   std::set<std::string> seen;  // the units' names
 };
 
 namespace {
 
-std::string describeTiling(const ConvTiling& t) {
-  return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors);
-}
-
-std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }
-
-// The spec with the plan's buffer numbers replaced by the function's
-// argument positions: its code depends only on whether there is a bias.
-ConvSpec codeOnly(ConvSpec c) {
-  c.x = 0, c.w = 1, c.y = 3;
-  c.bias = c.bias >= 0 ? 2 : -1;
-  c.workspace = -1;  // the plan's scratch for library convolutions; generated ones have none
-  return c;
-}
-
-// The unit's name for code described by `description` ("" where the name
-// goes); true when the code is new to the batch.
-std::pair<std::string, bool> nameCode(JitUnits& u, const std::string& kind, const std::string& description) {
-  std::string name = str(kind, "_", ObjectCache::key({kind, description}).substr(0, 24));
-  const bool fresh = u.seen.insert(name).second;
-  return {std::move(name), fresh};
+// Adds a unit for `f` unless the batch has its code already; the name of
+// its code either way.
+template <typename Function>
+std::string addUnit(JitUnits& u, std::deque<Function>& copies, const Function& f, std::string_view kind) {
+  const std::string code = codeOf(f);
+  std::string name = codeName(kind, code);
+  if (!u.seen.insert(name).second) return name;
+  Function& copy = copies.emplace_back(f);
+  copy.name = name;
+  CodeBatch batch;
+  if constexpr (std::is_same_v<Function, kernel::Kernel>) batch.kernels = std::span(&copy, 1);
+  if constexpr (std::is_same_v<Function, DirectConv>) batch.convs = std::span(&copy, 1);
+  if constexpr (std::is_same_v<Function, PackedGemm>) batch.gemms = std::span(&copy, 1);
+  u.units.push_back({batch, str(name, "\n", code), name, f.name});
+  return name;
 }
 
 std::unique_ptr<JitUnits> unitsOf(const CodeBatch& batch) {
   auto u = std::make_unique<JitUnits>();
-  for (const kernel::Kernel& k : batch.kernels) {
-    kernel::Kernel copy = k;
-    copy.name.clear();
-    auto [name, fresh] = nameCode(*u, "kernel", package::writeKernel(copy).dump());
-    u->names.kernels.push_back(name);
-    if (!fresh) continue;
-    copy.name = name;
-    const kernel::Kernel& at = u->kernelCopies.emplace_back(std::move(copy));
-    u->units.push_back({CodeBatch{std::span(&at, 1), {}}, package::writeKernel(at).dump(), name, k.name});
-  }
-  for (const DirectConv& c : batch.convs) {
-    const ConvSpec spec = codeOnly(c.spec);
-    const std::string code = str(convSpecJson(spec), "\n", describeTiling(c.tiling));
-    auto [name, fresh] = nameCode(*u, "conv", code);
-    u->names.convs.push_back(name);
-    if (!fresh) continue;
-    const DirectConv& at = u->convCopies.emplace_back(DirectConv{name, spec, c.tiling});
-    u->units.push_back({CodeBatch{{}, std::span(&at, 1)}, str("conv ", name, "\n", code), name, c.name});
-  }
-  for (const PackedGemm& g : batch.gemms) {
-    PackedGemm copy = g;
-    copy.spec.a = 0, copy.spec.b = 1, copy.spec.c = 2;  // the function takes its buffers as arguments
-    if (g.epilogue) {
-      kernel::Kernel epilogue = *g.epilogue;
-      epilogue.name = "epilogue";  // its code is named after the GEMM's
-      copy.epilogue = &u->epilogueCopies.emplace_back(std::move(epilogue));
-    }
-    std::string blocks = str(g.blocks.pointsPerRow);
-    for (int64_t s : g.blocks.rowStrides) blocks += str(",", s);
-    const std::string code = str(gemmSpecJson(copy.spec), "\n", describeTiling(g.tiling), "\n",
-                                 copy.epilogue ? package::writeKernel(*copy.epilogue).dump() : "none", "\n", blocks);
-    auto [name, fresh] = nameCode(*u, "gemm", code);
-    u->names.gemms.push_back(name);
-    if (!fresh) continue;
-    copy.name = name;
-    const PackedGemm& at = u->gemmCopies.emplace_back(std::move(copy));
-    u->units.push_back({CodeBatch{{}, {}, std::span(&at, 1)}, str("gemm ", name, "\n", code), name, g.name});
-  }
+  for (const kernel::Kernel& k : batch.kernels) u->names.kernels.push_back(addUnit(*u, u->kernels, k, "kernel"));
+  for (const DirectConv& c : batch.convs) u->names.convs.push_back(addUnit(*u, u->convs, c, "conv"));
+  for (const PackedGemm& g : batch.gemms) u->names.gemms.push_back(addUnit(*u, u->gemms, g, "gemm"));
   return u;
 }
 
