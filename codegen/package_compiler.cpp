@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -13,7 +14,9 @@
 #include "exec/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
+#include "codegen/cpu/code_identity.h"
 #include "codegen/cpu/compile.h"
+#include "codegen/cpu/llvm_emitter.h"
 #include "codegen/cpu/shared_object.h"
 #include "codegen/cpu/target.h"
 #endif
@@ -75,7 +78,9 @@ Expected<cpu::CpuSubtarget> cpuSubtargetOf(const PackageCompileOptions& o) {
 
 // Every kernel, direct convolution and packed GEMM of every plan, named by
 // kernelSymbol and stepSymbol, in units compiled in parallel (one LLVM module each),
-// linked into one shared object.
+// linked into one shared object. A function whose code an earlier one has
+// (code_identity.h: a transformer's layers, the forward kernels @main and
+// @train_step share) is not compiled again: its symbol is an alias.
 Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions& o,
                   const cpu::CpuSubtarget& subtarget, PackageContents& out, CompiledPackage& stats) {
   out.meta.cpuFeatures = subtarget.features;
@@ -84,22 +89,38 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
   std::vector<kernel::Kernel> kernels;
   std::vector<cpu::DirectConv> convs;
   std::vector<cpu::PackedGemm> gemms;
+  std::map<std::string, std::string> compiledAs;          // code name -> the symbol that has it
+  std::vector<std::pair<std::string, std::string>> aliases;  // symbol -> the symbol whose code it shares
+  auto fresh = [&](const std::string& code, std::string_view kind, const std::string& name) {
+    auto [at, inserted] = compiledAs.emplace(cpu::codeName(kind, code), cpu::symbolName(name));
+    if (!inserted) aliases.emplace_back(cpu::symbolName(name), at->second);
+    return inserted;
+  };
   const cpu::ConvTiling& tiling = subtarget.conv;
   const cpu::GemmTiling& gemmTiling = subtarget.gemm;
   for (size_t f = 0; f < fns.size(); ++f) {
     const Plan& plan = *fns[f].plan;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
-      kernels.push_back(plan.kernels[k]);
-      kernels.back().name = packageKernelName(f, k);
+      kernel::Kernel named = plan.kernels[k];
+      named.name = packageKernelName(f, k);
+      stats.kernels++;
+      if (fresh(cpu::codeOf(named), "kernel", named.name)) kernels.push_back(std::move(named));
     }
     fns[f].directConvs = cpu::directConvSteps(plan, tiling);
-    for (size_t s : fns[f].directConvs) convs.push_back({packageStepName(f, s), plan.steps[s].conv(), tiling});
+    for (size_t s : fns[f].directConvs) {
+      cpu::DirectConv conv{packageStepName(f, s), plan.steps[s].conv(), tiling};
+      stats.directConvs++;
+      if (fresh(cpu::codeOf(conv), "conv", conv.name)) convs.push_back(std::move(conv));
+    }
     fns[f].packedGemms = packedGemmSteps(plan);
     for (size_t s : fns[f].packedGemms) {
-      gemms.push_back(cpu::packedGemmOf(plan, s, packageStepName(f, s), gemmTiling));
-      if (gemms.back().epilogue) fns[f].packedEpilogues.push_back(s);
+      cpu::PackedGemm gemm = cpu::packedGemmOf(plan, s, packageStepName(f, s), gemmTiling);
+      if (gemm.epilogue) fns[f].packedEpilogues.push_back(s);
+      stats.packedGemms++;
+      if (fresh(cpu::codeOf(gemm), "gemm", gemm.name)) gemms.push_back(std::move(gemm));
     }
   }
+  stats.shared = aliases.size();
   // Units of a few kernels each: enough to keep every thread busy, few
   // enough that each LLVM module is worth its fixed cost. Convolutions and
   // GEMMs, far larger once generated, go one per unit.
@@ -137,10 +158,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
     bytes.push_back(std::move(obj->bytes));
     out.cpuLLVMIR += obj->optimizedIR;
   }
-  KF_ASSIGN_OR_RETURN(out.cpuSharedObject, cpu::linkSharedObject(bytes));
-  stats.kernels = kernels.size();
-  stats.directConvs = convs.size();
-  stats.packedGemms = gemms.size();
+  KF_ASSIGN_OR_RETURN(out.cpuSharedObject, cpu::linkSharedObject(bytes, aliases));
   stats.units = parts.size();
   return Status::ok();
 }

@@ -51,6 +51,7 @@ struct CompiledPackage {
   size_t directConvs = 0;  // cpu: convolutions generated as direct convolutions
   size_t packedGemms = 0;  // cpu: GEMMs generated to read a packed B
   size_t units = 0;        // compilation units (LLVM modules or NVRTC programs)
+  size_t shared = 0;       // cpu: functions linked to another's identical code instead of compiled
   size_t launches = 0;     // per run of every function, summed
 };
 

@@ -38,7 +38,8 @@ struct TempDir {
 
 }  // namespace
 
-Expected<std::string> linkSharedObject(std::span<const std::string> objects) {
+Expected<std::string> linkSharedObject(std::span<const std::string> objects,
+                                       std::span<const std::pair<std::string, std::string>> aliases) {
   KF_ASSIGN_OR_RETURN(std::string driver, linkerDriver());
   TempDir dir;
   llvm::SmallString<128> tmp;
@@ -51,6 +52,7 @@ Expected<std::string> linkSharedObject(std::span<const std::string> objects) {
     KF_RETURN_IF_ERROR(writeFileAtomically(path, objects[i]));
     args.push_back(path);
   }
+  for (const auto& [symbol, target] : aliases) args.push_back(str("-Wl,--defsym=", symbol, "=", target));
   if (usesVectorMath(llvm::Triple(llvm::sys::getProcessTriple()))) args.push_back("-lmvec");
   args.push_back("-lm");
   std::string log = dir.path + "/link.log";

@@ -110,7 +110,8 @@ int runCompile(const CompileArgs& a) {
             << (compiled->packedGemms ? ", " + count(compiled->packedGemms, "packed GEMM", "packed GEMMs") : "")
             << " in "
             << (a.target == "cpu" ? count(compiled->units, "LLVM module", "LLVM modules")
-                                : count(compiled->units, "NVRTC program", "NVRTC programs")) << ", "
+                                : count(compiled->units, "NVRTC program", "NVRTC programs"))
+            << (compiled->shared ? str(" (", compiled->shared, " sharing another's code)") : "") << ", "
             << count(compiled->launches, "launch", "launches")
             << " per run of every function, " << compiled->bytes.size() << " bytes\n";
   return 0;
