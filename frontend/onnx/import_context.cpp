@@ -43,6 +43,7 @@ const Tensor* constantData(const Value* v) {
 void ImportState::addInitializer(const std::string& name, Tensor t) {
   if (!initializers_.count(name)) initializerOrder_.push_back(name);
   initializers_[name] = std::move(t);
+  inNodes_.erase(name);  // a redefinition is read from here again
 }
 
 Expected<Value*> ImportState::valueOf(const std::string& name) {
@@ -50,7 +51,10 @@ Expected<Value*> ImportState::valueOf(const std::string& name) {
   auto init = initializers_.find(name);
   if (init == initializers_.end())
     return Error(str("'", name, "' is not produced by an earlier node, nor a graph input or initializer"));
-  Node* n = buildNode(graph_, "constant", {}, AttrMap{{"value", Attribute(init->second)}}).value();
+  AttrMap attrs;  // (not an initializer list: its elements are copied)
+  attrs.emplace("value", Attribute(std::move(init->second)));
+  inNodes_.insert(name);
+  Node* n = buildNode(graph_, "constant", {}, std::move(attrs)).value();
   n->result()->setName(name);
   initializerNodes_[n] = name;
   values_[name] = n->result();
@@ -72,7 +76,7 @@ Value* ImportState::makeConstant(Tensor t, const std::string& nameHint) {
 }
 
 Expected<Tensor> ImportState::constantOf(const std::string& name, bool* runtime) {
-  if (auto it = initializers_.find(name); it != initializers_.end()) return it->second;
+  if (auto it = initializers_.find(name); it != initializers_.end() && !inNodes_.count(name)) return it->second;
   auto v = values_.find(name);
   if (v == values_.end()) return Error(str("'", name, "' is not defined"));
   bool dummy = false;

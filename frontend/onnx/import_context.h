@@ -71,7 +71,11 @@ class ImportState {
 
   Module& module_;
   Graph& graph_;
+  // An initializer's tensor moves into its constant node when a node first
+  // reads it (valueOf): the node's is then the one copy (a ResNet-50's 100 MB
+  // of weights were held twice and copied once more).
   std::map<std::string, Tensor, std::less<>> initializers_;
+  std::set<std::string, std::less<>> inNodes_;  // initializers whose tensor their node holds
   std::vector<std::string> initializerOrder_;
   std::map<std::string, Value*, std::less<>> values_;
   std::set<std::string> poisoned_;
