@@ -18,21 +18,20 @@ namespace kfuse {
 Expected<std::string> readFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return Error(str("cannot read '", path, "': it is a directory"));
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return Error(str("cannot read '", path, "': ", std::strerror(errno)));
   // A regular file in one read into a buffer of its size: streamed into a
   // growing string, a ResNet-50's 100 MB were copied several times over, a
-  // third of a warm `kfuse run`'s time.
-  if (const std::streamoff size = in.tellg(); size > 0) {
-    std::string data(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    in.read(data.data(), size);
-    if (in.gcount() != size) return Error(str("cannot read '", path, "': read error"));
-    return data;
+  // third of a warm `kfuse run`'s time. Other files (pipes, /proc) stream.
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > 0) {
+      std::string data(static_cast<size_t>(size), '\0');
+      in.read(data.data(), static_cast<std::streamsize>(size));
+      if (in.gcount() != static_cast<std::streamsize>(size)) return Error(str("cannot read '", path, "': read error"));
+      return data;
+    }
   }
-  // Sizeless files (pipes, /proc) are streamed.
-  in.seekg(0);
-  in.clear();
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return Error(str("cannot read '", path, "': read error"));
