@@ -12,7 +12,8 @@
 // name), compiled (O3 by default) on one thread per CPU this process may
 // use, or taken from the on-disk cache (object_cache.h) when an earlier run
 // compiled the same code for the same CPU with the same kfuse. Functions
-// alike share one object: a 12-layer transformer's layers compile once. libm and libc symbols resolve from the process. Function pointers
+// alike share one object: a 12-layer transformer's layers compile once.
+// libm and libc symbols resolve from the process. Function pointers
 // stay valid while the CpuJit lives.
 #pragma once
 

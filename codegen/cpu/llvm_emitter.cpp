@@ -272,7 +272,6 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
   // as gathers and scatters (a [64,16,32] -> [16,64,32] transpose took 16 us
   // for 32K floats).
   //
-  //
   // A loop around a long innermost loop stays rolled too: LLVM fully
   // unrolled such loops of a few iterations, and partly unrolled longer ones,
   // copying the vectorised loop inside tens of times (a [2,128,4,64]
@@ -281,7 +280,8 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
   // speed: the loop inside already runs long. Around a short innermost loop
   // (a 3x3 window) LLVM may unroll, to vectorise the loop outside instead.
   const bool innermost = level + 1 == space.dims.size();
-  const bool rolled = innermost ? level >= parallelFrom && storesRunAlong(dim) : space.dims.back().extent >= kLongLoop;
+  const bool rolled =
+      innermost ? level >= parallelFrom && storesRunAlong(dim) : space.dims.back().extent >= kLongLoop;
   emitLoop(dim.extent, name, level >= parallelFrom && storesMoveWith(dim), [&](Value* iv) {
     Point inner = at;
     for (size_t a = 0; a < inner.offsets.size(); ++a) {

@@ -10,10 +10,10 @@
 // optimisation level, and the function's whole description (its kernel IR,
 // convolution or GEMM spec, tiling, epilogue) with its symbol name, which
 // the JIT derives from that description (jit.h), not from the model's names.
-// One file per key, written under a temporary name and renamed into place, so a crash leaves no half-written
-// entry; the file carries the SHA-256 of its payload, and an entry whose
-// length, magic or checksum is wrong is never loaded: it is removed,
-// compiled again and rewritten. (codegen/cuda/compile_cache.h keeps NVRTC's
+// One file per key, written under a temporary name and renamed into place,
+// so a crash leaves no half-written entry; the file carries the SHA-256 of
+// its payload, and an entry whose length, magic or checksum is wrong is
+// never loaded: it is removed, compiled again and rewritten. (codegen/cuda/compile_cache.h keeps NVRTC's
 // outputs the same way.)
 #pragma once
 
