@@ -84,6 +84,8 @@ std::vector<bool> dimsReadByIndexLeaves(const Kernel& k) {
   for (const auto& g : k.prologue) visitNodes(*g.value, seen, visit);
   for (const auto& g : k.globals) visitNodes(*g.value, seen, visit);
   for (const auto& s : k.stores) visitNodes(*s.value, seen, visit);
+  for (const auto& l : k.loads)
+    if (l.gathered) visitNodes(*l.gathered->index, seen, visit);
   return read;
 }
 

@@ -1,5 +1,6 @@
 #include "exec/kernel_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -43,7 +44,10 @@ class Evaluator {
  public:
   Evaluator(const Kernel& k, std::span<Tensor* const> buffers)
       : k_(k), buffers_(buffers), leaves_(k.firstGlobal() + k.prologue.size() + k.globals.size(), 0.0),
-        index_(k.numDims(), 0) {}
+        index_(k.numDims(), 0), rowDependent_(k.loads.size(), false) {
+    for (size_t i = 0; i < k.loads.size(); ++i)
+      for (size_t d = k.outer.size(); d < k.numDims(); ++d) rowDependent_[i] = rowDependent_[i] || loadDependsOn(k, i, d);
+  }
 
   void run() {
     for (size_t g = 0; g < k_.prologue.size(); ++g) leaves_[k_.firstGlobal() + g] = combinerInit(k_.prologue[g].combiner);
@@ -65,14 +69,22 @@ class Evaluator {
 
   // Outside the row loop only row-invariant loads may be read (a row-
   // dependent one could be out of bounds when the row is empty).
+  // Gathered loads last: their indices read the others.
   void loadAll(bool rowInvariantOnly = false) {
-    for (size_t i = 0; i < k_.loads.size(); ++i) {
-      const Load& l = k_.loads[i];
-      bool rowDependent = false;
-      for (size_t d = k_.outer.size(); d < k_.numDims(); ++d) rowDependent |= l.map.dependsOn(d);
-      if (rowInvariantOnly && rowDependent) continue;
-      leaves_[i] = buffers_[static_cast<size_t>(l.buffer)]->at(offset(l.map, index_));
-    }
+    for (bool gathered : {false, true})
+      for (size_t i = 0; i < k_.loads.size(); ++i) {
+        const Load& l = k_.loads[i];
+        if (l.gathered.has_value() != gathered) continue;
+        if (rowInvariantOnly && rowDependent_[i]) continue;
+        int64_t at = offset(l.map, index_);
+        if (l.gathered) {
+          // An i64 index is exact in the double the expression yields;
+          // anything beyond the table's range clamps the same either way.
+          const double v = std::clamp(eval(l.gathered->index), -0x1p62, 0x1p62);
+          at += l.gathered->stride * gatheredRow(static_cast<int64_t>(v), l.gathered->size);
+        }
+        leaves_[i] = buffers_[static_cast<size_t>(l.buffer)]->at(at);
+      }
   }
 
   double eval(const ScalarRef& e) { return evaluateScalar(*e, leaves_, index_); }
@@ -114,6 +126,7 @@ class Evaluator {
   std::span<Tensor* const> buffers_;
   std::vector<double> leaves_;
   std::vector<int64_t> index_;
+  std::vector<bool> rowDependent_;  // per load
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "exec/kernel_ir.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -26,6 +27,30 @@ double combinerInit(Combiner c) {
     case Combiner::Min: return std::numeric_limits<double>::infinity();
   }
   return 0;
+}
+
+int64_t gatheredRow(int64_t index, int64_t size) {
+  if (index < 0) index += size;
+  return std::clamp<int64_t>(index, 0, size - 1);
+}
+
+bool loadDependsOn(const Kernel& k, size_t i, size_t dim) {
+  const Load& l = k.loads[i];
+  if (l.map.dependsOn(dim)) return true;
+  if (!l.gathered || !l.gathered->index) return false;
+  std::unordered_set<const ScalarNode*> seen;
+  std::function<bool(const ScalarNode&)> reads = [&](const ScalarNode& n) {
+    if (!seen.insert(&n).second) return false;
+    if (n.op == ScalarOp::Index) return n.input == static_cast<int>(dim);
+    if (n.op == ScalarOp::Input) {
+      auto j = static_cast<size_t>(n.input);
+      return j < k.loads.size() && j != i && !k.loads[j].gathered && k.loads[j].map.dependsOn(dim);
+    }
+    for (const auto& a : n.args)
+      if (reads(*a)) return true;
+    return false;
+  };
+  return reads(*l.gathered->index);
 }
 
 namespace {
@@ -80,9 +105,13 @@ std::string printKernel(const Kernel& k) {
   os << "\n";
   for (const Buffer& b : k.buffers)
     os << "  " << (b.output ? "out " : "in  ") << b.name << " : " << formatType(b.type) << "\n";
-  for (size_t i = 0; i < k.loads.size(); ++i)
-    os << "  L" << i << " = load " << k.buffers[static_cast<size_t>(k.loads[i].buffer)].name << "["
-       << mapText(k.loads[i].map) << "]\n";
+  for (size_t i = 0; i < k.loads.size(); ++i) {
+    const Load& l = k.loads[i];
+    os << "  L" << i << " = load " << k.buffers[static_cast<size_t>(l.buffer)].name << "[" << mapText(l.map);
+    if (l.gathered && l.gathered->index)
+      os << " + " << l.gathered->stride << "*gather(" << expr(k, *l.gathered->index) << ", " << l.gathered->size << ")";
+    os << "]\n";
+  }
   for (size_t i = 0; i < k.prologue.size(); ++i)
     os << "  g" << i << " = prologue " << combinerName(k.prologue[i].combiner) << " " << expr(k, *k.prologue[i].value)
        << "\n";
@@ -108,7 +137,9 @@ class KernelVerifier {
     for (size_t i = 0; i < k_.loads.size(); ++i) {
       const Load& l = k_.loads[i];
       if (!checkBuffer(l.buffer, str("load ", i), false)) continue;
-      checkMap(l.map, k_.buffers[static_cast<size_t>(l.buffer)], str("load ", i), k_.numDims());
+      checkMap(l.map, k_.buffers[static_cast<size_t>(l.buffer)], str("load ", i), k_.numDims(),
+               l.gathered ? gatheredSpan(*l.gathered, str("load ", i)) : 0);
+      if (l.gathered) checkGatheredIndex(*l.gathered, str("load ", i, "'s gathered index"));
     }
     size_t leaves = k_.firstGlobal() + k_.prologue.size() + k_.globals.size();
     for (size_t i = 0; i < k_.prologue.size(); ++i)
@@ -151,8 +182,41 @@ class KernelVerifier {
     return true;
   }
 
-  // The map's extreme offsets over the whole index space lie inside the buffer.
-  void checkMap(const IndexMap& m, const Buffer& b, const std::string& what, size_t dims) {
+  // How far a gathered load's rows reach past its map (`stride` times the
+  // last row); 0 when invalid (reported).
+  int64_t gatheredSpan(const Gathered& g, const std::string& what) {
+    if (g.size < 1) {
+      fail(str(what, ": a gathered axis of size ", g.size));
+      return 0;
+    }
+    return g.stride * (g.size - 1);
+  }
+
+  // An i64 of iteration indices and loads that are not gathered.
+  void checkGatheredIndex(const Gathered& g, const std::string& what) {
+    if (!g.index) {
+      fail(str(what, " is missing"));
+      return;
+    }
+    if (g.index->type != DType::I64) fail(str(what, " is ", dtypeName(g.index->type), ", not i64"));
+    std::unordered_set<const ScalarNode*> seen;
+    std::function<void(const ScalarNode&)> walk = [&](const ScalarNode& n) {
+      if (!seen.insert(&n).second) return;
+      for (const auto& a : n.args) walk(*a);
+      if (n.op == ScalarOp::Index && (n.input < 0 || static_cast<size_t>(n.input) >= k_.numDims()))
+        fail(str(what, " reads iteration dim ", n.input, " of ", k_.numDims()));
+      if (n.op != ScalarOp::Input) return;
+      if (n.input < 0 || static_cast<size_t>(n.input) >= k_.loads.size())
+        fail(str(what, " reads leaf ", n.input, ", which is not a load"));
+      else if (k_.loads[static_cast<size_t>(n.input)].gathered)
+        fail(str(what, " reads load ", n.input, ", which is gathered itself"));
+    };
+    walk(*g.index);
+  }
+
+  // The map's extreme offsets over the whole index space (plus `extra` at
+  // the far end: a gathered load's rows) lie inside the buffer.
+  void checkMap(const IndexMap& m, const Buffer& b, const std::string& what, size_t dims, int64_t extra = 0) {
     if (m.strides.size() != dims) {
       fail(str(what, ": index map has ", m.strides.size(), " strides for ", dims, " dims"));
       return;
@@ -164,6 +228,7 @@ class KernelVerifier {
       int64_t span = m.strides[d] * (extent - 1);
       (span < 0 ? lo : hi) += span;
     }
+    (extra < 0 ? lo : hi) += extra;
     if (lo < 0 || hi >= b.type.numElements())
       fail(str(what, ": offsets ", lo, "..", hi, " fall outside ", b.name, " (", b.type.numElements(), " elements)"));
   }
@@ -196,7 +261,7 @@ class KernelVerifier {
         fail(str(what, " reads leaf ", i, ", which is not available there"));
       } else if (i < k_.loads.size() && !rowDependent) {
         for (size_t d = k_.outer.size(); d < k_.numDims(); ++d)
-          if (k_.loads[i].map.dependsOn(d)) fail(str(what, " reads load ", i, ", which depends on the row"));
+          if (loadDependsOn(k_, i, d)) fail(str(what, " reads load ", i, ", which depends on the row"));
       }
     };
     walk(*e);

@@ -26,6 +26,7 @@
 // per outer point.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,26 @@ struct IndexMap {
   bool dependsOn(size_t dim) const { return dim < strides.size() && strides[dim] != 0; }
 };
 
+// A load's gathered axis (ONNX Gather): its offset also moves `stride`
+// elements per unit of a run-time row index, the value of `index` at the
+// point (an i64 expression of iteration indices and loads that are not
+// gathered themselves). A negative index counts from the end (+ `size`);
+// one still outside [0, size) is clamped into it (gatheredRow), so that a
+// generated kernel never reads outside its buffer, whatever its input (the
+// graph interpreter and reference ops report such an index instead).
+struct Gathered {
+  ScalarRef index;
+  int64_t stride = 0;
+  int64_t size = 1;
+};
+
+// The row a gathered load reads for `index`.
+int64_t gatheredRow(int64_t index, int64_t size);
+
 struct Load {
   int buffer = 0;
   IndexMap map;
+  std::optional<Gathered> gathered;  // offset += gathered->stride * gatheredRow(index)
 };
 
 enum class Combiner : uint8_t { Sum, Max, Min };
@@ -103,12 +121,19 @@ struct Kernel {
   size_t firstGlobal() const { return loads.size() + reductions.size(); }
 };
 
+// Whether load `i` reads a different element as iteration dim `dim` moves:
+// through its map, or through its gathered index (which reads other loads
+// and indices).
+bool loadDependsOn(const Kernel& k, size_t i, size_t dim);
+
 // Human-readable text of a kernel (kfuse opt --print-kernels).
 std::string printKernel(const Kernel& k);
 
 // Structural checks: buffer and load indices in range, index maps of the
-// right rank that stay inside their buffers, leaves that exist, Row and
-// Final stores that do not read row-dependent loads. Errors name the kernel.
+// right rank that stay inside their buffers (with every row of a gathered
+// load), leaves that exist, gathered indices that read neither
+// accumulators, globals nor gathered loads, Row and Final stores that do
+// not read row-dependent loads. Errors name the kernel.
 Status verifyKernel(const Kernel& k);
 
 }  // namespace kfuse::kernel

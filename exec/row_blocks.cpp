@@ -59,6 +59,8 @@ Expected<RowBlocks> rowBlocksOf(const Kernel& k, int64_t rows, const std::vector
     seen[buffer] = true;
     rb.rowStrides[buffer] = rowStride;
     if (!confined[buffer]) continue;
+    if (isLoad && k.loads[a].gathered)
+      return Error(str(k.buffers[buffer].name, " is gathered from, so a block of rows could read past its own"));
     const bool row = !isLoad && k.stores[a - k.loads.size()].scope == StoreScope::Row;
     if (map.base != 0 || accessStrides(spaces, a) != (row ? rowScope : whole))
       return Error(str(k.buffers[buffer].name, " is not walked in row order, so a block of rows could reach past its own"));

@@ -20,7 +20,7 @@ std::string kernelFormIssue(const Node& n) {
     auto map = n.op().affine(OpCall{n.op(), n.attrs(), types, &n, nullptr}, n.result()->type().shape);
     return map ? "" : map.error().message();
   }
-  if (n.op().scalar || (n.op().rowSpec && n.op().row)) return "";
+  if (n.op().scalar || n.op().gatherAxis || (n.op().rowSpec && n.op().row)) return "";
   if (isSplatConstant(n)) return "";
   if (n.is(Op::Constant)) return "a constant with more than one value is kept in memory";
   return str("op '", n.opName(), "' has no kernel form");

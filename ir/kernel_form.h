@@ -13,8 +13,8 @@ namespace kfuse {
 bool isSplatConstant(const Node& n);
 
 // "" when `n` can be part of a kernel: elementwise ops with a scalar
-// expression, data movement with an affine index map for this call, row ops
-// (RowSpec), splat constants. Otherwise why not.
+// expression, data movement with an affine index map for this call,
+// gathers, row ops (RowSpec), splat constants. Otherwise why not.
 std::string kernelFormIssue(const Node& n);
 
 }  // namespace kfuse

@@ -140,6 +140,9 @@ struct OpDef {
   RowFn row;
   // For injective ops: operand 0's index as an affine map of the result's.
   AffineFn affine;
+  // For gathers: the axis of operand 0 whose row is read from operand 1; a
+  // kernel reads operand 0 through a gathered load (exec/kernel_ir.h).
+  GatherAxisFn gatherAxis;
   // For injective ops without one: the result as blocks (Piece). Such a
   // node is its own launch of one copy per block; it fuses with nothing.
   PiecesFn pieces;

@@ -71,4 +71,8 @@ struct AxisMap {
 // (a reshape that regroups axes).
 using AffineFn = std::function<Expected<std::vector<AxisMap>>(const OpCall& c, const Shape& result)>;
 
+// A gather's axis (ONNX Gather): the result is operand 0 with that axis
+// replaced by operand 1's dims, each element the row operand 1 names there.
+using GatherAxisFn = std::function<Expected<int64_t>(const OpCall& c)>;
+
 }  // namespace kfuse

@@ -8,6 +8,7 @@
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -50,6 +51,7 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
  private:
   // values and effects
   Value* loadValue(const Point& p, size_t i) override;
+  Value* gatheredValue(const Point& p, size_t i, Value* index) override;
   Value* indexValue(const Point& p, size_t d) override { return p.index[d]; }
   Value* accumulatorValue(size_t r) override { return accs_[r]; }
   Value* globalValue(size_t g) override { return b_.CreateLoad(globals_[g]->getAllocatedType(), globals_[g]); }
@@ -189,6 +191,22 @@ Value* KernelEmitter::loadValue(const Point& p, size_t i) {
   if (Value* once = invariantLoads_[i]) return once;
   int buffer = k_.loads[i].buffer;
   return emitLoadElement(b_, elementPtr(p, i, buffer), k_.buffers[static_cast<size_t>(buffer)].type.dtype);
+}
+
+// The row gatheredRow picks, branch-free (selects, smax/smin) so that a
+// loop over it still vectorises.
+Value* KernelEmitter::gatheredValue(const Point& p, size_t i, Value* index) {
+  const kernel::Load& l = k_.loads[i];
+  const kernel::Gathered& g = *l.gathered;
+  Value* wrapped = b_.CreateSelect(b_.CreateICmpSLT(index, b_.getInt64(0)),
+                                   b_.CreateAdd(index, b_.getInt64(static_cast<uint64_t>(g.size))), index);
+  Value* row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, wrapped, b_.getInt64(0));
+  row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, row, b_.getInt64(static_cast<uint64_t>(g.size - 1)));
+  Value* offset = b_.CreateAdd(p.offsets[i], b_.CreateMul(row, b_.getInt64(static_cast<uint64_t>(g.stride)), "", false, true),
+                               "", false, true);
+  DType t = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
+  return emitLoadElement(b_, b_.CreateInBoundsGEP(storageTypeOf(ctx_, t), buffers_[static_cast<size_t>(l.buffer)], offset),
+                         t);
 }
 
 Value* KernelEmitter::elementPtr(const Point& p, size_t access, int buffer) {

@@ -63,6 +63,7 @@ class FunctionEmitter final : public kernel::KernelWalk<std::string> {
  private:
   // values and effects
   std::string loadValue(const P& p, size_t i) override;
+  std::string gatheredValue(const P& p, size_t i, std::string index) override;
   std::string indexValue(const P& p, size_t d) override { return str("(kf_i64)(", p.index[d], ")"); }
   std::string accumulatorValue(size_t r) override { return accNames_[r]; }
   std::string globalValue(size_t g) override { return globalNames_[g]; }
@@ -178,6 +179,25 @@ std::string FunctionEmitter::loadValue(const P& p, size_t i) {
   std::string v = w_.fresh("L");
   w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
   if (chunk_ && chunk_->innerStride[i] == 0) chunk_->loaded.emplace(i, v);
+  return v;
+}
+
+// A gathered load reads one element per point (its row may differ from
+// lane to lane), at the row gatheredRow picks (exec/kernel_ir.h).
+std::string FunctionEmitter::gatheredValue(const P& p, size_t i, std::string index) {
+  const kernel::Load& l = k_.loads[i];
+  const kernel::Gathered& g = *l.gathered;
+  DType storage = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
+  std::string row = w_.fresh("row");
+  w_.line("const kf_i64 ", row, " = kf_imin(kf_imax(", index, " < 0 ? ", index, " + ", g.size, "LL : ", index, ", 0LL), ",
+          g.size - 1, "LL);");
+  // In a chunk, p's offsets are the chunk's first lane's.
+  const int64_t lane = chunk_ && chunk_->innerStride[i] == 1 ? lane_ : 0;
+  std::string at = str("(kf_i64)(", p.offsets[i], ") + ", lane, " + ", row, " * ", g.stride, "LL");
+  bool coherent = !ctx_.writtenBefore.empty() && ctx_.writtenBefore[static_cast<size_t>(l.buffer)];
+  std::string raw = coherent ? str("__ldcg(", bufferName(l.buffer), " + (", at, "))") : str(bufferName(l.buffer), "[", at, "]");
+  std::string v = w_.fresh("L");
+  w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
   return v;
 }
 

@@ -11,6 +11,9 @@ std::string checkGroup(const Graph& body) {
   if (!group) return group.error().message();
   for (const kernel::Kernel& k : group->kernels) {
     auto check = [&](const ScalarRef& e) { return checkEmittable(*e); };
+    for (const auto& l : k.loads)
+      if (l.gathered)
+        if (Status s = check(l.gathered->index); !s) return str("CUDA C: ", s.message());
     for (const auto& r : k.reductions)
       if (Status s = check(r.value); !s) return str("CUDA C: ", s.message());
     for (const auto& g : k.prologue)

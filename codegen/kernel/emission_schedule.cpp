@@ -11,7 +11,8 @@ std::vector<bool> invariantLoads(const Kernel& k) {
   std::vector<bool> out(k.loads.size(), false);
   for (size_t i = 0; i < k.loads.size(); ++i) {
     const Load& l = k.loads[i];
-    bool invariant = !stored[static_cast<size_t>(l.buffer)];
+    // A gathered load is read where its index is known, never hoisted.
+    bool invariant = !stored[static_cast<size_t>(l.buffer)] && !l.gathered;
     for (size_t d = 0; d < k.numDims(); ++d) invariant = invariant && !l.map.dependsOn(d);
     out[i] = invariant;
   }

@@ -76,7 +76,10 @@ class KernelWalk {
       auto i = static_cast<size_t>(n.input);
       if (n.op == ScalarOp::Index) return w_.convert(w_.indexValue(p_, i), DType::I64, n.type);
       if (i < k.firstAccumulator()) {
-        if (!loads_[i]) loads_[i] = w_.loadValue(p_, i);
+        if (!loads_[i]) {
+          const std::optional<Gathered>& g = k.loads[i].gathered;
+          loads_[i] = g ? w_.gatheredValue(p_, i, eval(*g->index)) : w_.loadValue(p_, i);
+        }
         DType storage = k.buffers[static_cast<size_t>(k.loads[i].buffer)].type.dtype;
         return w_.convert(*loads_[i], computeType(storage), n.type);
       }
@@ -191,6 +194,9 @@ class KernelWalk {
   // ---- values: what a backend computes
   // Load `i` at `p`, in its buffer's compute type.
   virtual V loadValue(const P& p, size_t i) = 0;
+  // Gathered load `i` at `p`, given its index's value (an i64): the row
+  // gatheredRow picks (exec/kernel_ir.h), `stride` elements per row past p.
+  virtual V gatheredValue(const P& p, size_t i, V index) = 0;
   // Kernel dim `d`'s index at `p`, as an i64.
   virtual V indexValue(const P& p, size_t d) = 0;
   // The current outer point's accumulator `r` (after its group), in s_.accumulators[r].

@@ -159,17 +159,39 @@ class Lowering {
     return im;
   }
 
-  Scalar load(const Value* arg, const DimMap& m) {
+  // A load of argument `arg` at `m` (one entry of m, at a gathered load,
+  // stands for the gathered axis and is ignored).
+  Scalar load(const Value* arg, const DimMap& m, std::optional<Gathered> gathered = std::nullopt) {
     IndexMap im = indexMap(m, arg->type().shape);
     int buffer = argBuffer_.at(arg);
     std::string k = str(buffer, ":", im.base);
     for (int64_t s : im.strides) k += str(",", s);
+    if (gathered) k += str("+", gathered->stride, "*", formatScalar(*gathered->index));
     auto it = loadIndex_.find(k);
     if (it == loadIndex_.end()) {
       it = loadIndex_.emplace(k, static_cast<int>(k_.loads.size())).first;
-      k_.loads.push_back({buffer, im});
+      k_.loads.push_back({buffer, im, std::move(gathered)});
     }
     return Scalar::input(it->second, arg->type().dtype);
+  }
+
+  // A gather at result map `m` = [pre, index dims, post]: its table (operand
+  // 0, which must be in memory) read at [pre, row, post], the row being the
+  // indices operand at the index dims, computed in the kernel or loaded.
+  Expected<Scalar> gathered(const Node& n, const OpCall& call, const DimMap& m) {
+    KF_ASSIGN_OR_RETURN(int64_t axis, n.op().gatherAxis(call));
+    const Value *table = n.operand(0), *indices = n.operand(1);
+    const auto at = static_cast<std::ptrdiff_t>(axis), rank = static_cast<std::ptrdiff_t>(indices->type().rank());
+    KF_ASSIGN_OR_RETURN(Scalar row, valueAt(indices, DimMap(m.begin() + at, m.begin() + at + rank)));
+    if (row.type() != DType::I64) row = cast(row, DType::I64);
+    DimMap tm(m.begin(), m.begin() + at);
+    tm.push_back(AffineDim{});
+    tm.insert(tm.end(), m.begin() + at + rank, m.end());
+    if (table->producer() && isSplatConstant(*table->producer())) return valueAt(table, tm);  // every row alike
+    if (table->kind() != Value::Kind::Argument)
+      return failAt(n, "a gather reads its table from memory, not from a value computed in the same kernel");
+    const Shape& shape = table->type().shape;
+    return load(table, tm, Gathered{row.node(), stridesOf(shape)[static_cast<size_t>(axis)], shape[static_cast<size_t>(axis)]});
   }
 
   // The row-major index, in a value of `shape`, of the element `m` reads,
@@ -222,6 +244,7 @@ class Lowering {
       if (n.op().scalarReadsIndex) operands.push_back(flatIndex(m, v->type().shape));
       return n.op().scalar(call, operands)[static_cast<size_t>(v->resultIndex())];
     }
+    if (n.op().gatherAxis) return gathered(n, call, m);
     if (n.op().affine) {
       auto axes = n.op().affine(call, v->type().shape);
       if (!axes) return failAt(n, axes.error().message());
@@ -335,6 +358,8 @@ class Lowering {
       done.emplace(n.get(), out);
       return out;
     };
+    for (Load& l : k_.loads)
+      if (l.gathered) l.gathered->index = rebuild(l.gathered->index);
     for (Reduction& r : k_.reductions) r.value = rebuild(r.value);
     for (Global& g : k_.prologue) g.value = rebuild(g.value);
     for (Global& g : k_.globals) g.value = rebuild(g.value);

@@ -200,7 +200,7 @@ class KernelReader {
                &reductions = arrayAt(j_, "reductions"), &globals = arrayAt(j_, "globals");
     readNodes(arrayAt(j_, "nodes"), loads.size() + reductions.size() + prologue.size() + globals.size());
     for (size_t i = 0; i < loads.size(); ++i)
-      within(str("load ", i), [&] { k_.loads.push_back({bufferAt(loads[i]), readMap(loads[i])}); });
+      within(str("load ", i), [&] { k_.loads.push_back({bufferAt(loads[i]), readMap(loads[i]), readGathered(loads[i])}); });
     auto readGlobals = [&](const json& list, std::vector<kernel::Global>& out, std::string_view what) {
       for (size_t i = 0; i < list.size(); ++i)
         within(str(what, " ", i), [&] { out.push_back({combinerAt(list[i]), valueAt(list[i])}); });
@@ -271,8 +271,8 @@ class KernelReader {
   int bufferAt(const json& o) const {
     return static_cast<int>(toInt(at(o, "buffer"), "kernel buffer", 0, static_cast<int64_t>(k_.buffers.size()) - 1));
   }
-  ScalarRef valueAt(const json& o) const {
-    return nodes_[static_cast<size_t>(toInt(at(o, "value"), "value node", 0, static_cast<int64_t>(nodes_.size()) - 1))];
+  ScalarRef valueAt(const json& o, const char* key = "value") const {
+    return nodes_[static_cast<size_t>(toInt(at(o, key), str(key, " node"), 0, static_cast<int64_t>(nodes_.size()) - 1))];
   }
   static kernel::Combiner combinerAt(const json& o) {
     return enumNamed<kernel::Combiner>(stringAt(o, "combiner"), 3, kernel::combinerName, "combiner");
@@ -286,6 +286,13 @@ class KernelReader {
     return m;
   }
 
+  std::optional<kernel::Gathered> readGathered(const json& o) const {
+    if (!o.contains("gathered")) return std::nullopt;
+    const json& g = at(o, "gathered");
+    return kernel::Gathered{valueAt(g, "index"), intAt(g, "stride", -kMaxMapValue, kMaxMapValue),
+                            intAt(g, "size", 1, kMaxTensorElements)};
+  }
+
   // verifyKernel skips maps over an empty space, but the interpreter still
   // reads row-invariant loads at reduce index 0 and writes Final stores at
   // their base; here every map is bounded over indices in [0, max(extent-1,
@@ -293,14 +300,15 @@ class KernelReader {
   // the interpreter follows must stay inside their buffers.
   void checkMaps() const {
     bool outerEmpty = k_.outerPoints() == 0, rowEmpty = k_.reducePoints() == 0;
-    auto rowDependent = [&](const kernel::IndexMap& m) {
+    auto rowDependent = [&](size_t load) {
       for (size_t d = k_.outer.size(); d < k_.numDims(); ++d)
-        if (m.dependsOn(d)) return true;
+        if (kernel::loadDependsOn(k_, load, d)) return true;
       return false;
     };
     for (size_t i = 0; i < k_.loads.size(); ++i) {
       const kernel::Load& l = k_.loads[i];
-      checkMap(l.map, l.buffer, str("load ", i), !outerEmpty && !(rowEmpty && rowDependent(l.map)));
+      const Wide rows = l.gathered ? Wide(l.gathered->stride) * (l.gathered->size - 1) : 0;
+      checkMap(l.map, l.buffer, str("load ", i), !outerEmpty && !(rowEmpty && rowDependent(i)), rows);
     }
     for (size_t i = 0; i < k_.stores.size(); ++i) {
       const kernel::Store& s = k_.stores[i];
@@ -310,13 +318,15 @@ class KernelReader {
     }
   }
 
-  void checkMap(const kernel::IndexMap& m, int buffer, const std::string& what, bool used) const {
+  // `rows`: how far a gathered load's last row lies past its map.
+  void checkMap(const kernel::IndexMap& m, int buffer, const std::string& what, bool used, Wide rows = 0) const {
     Wide lo = m.base, hi = m.base;
     for (size_t d = 0; d < k_.numDims(); ++d) {
       int64_t extent = d < k_.outer.size() ? k_.outer[d] : k_.reduce[d - k_.outer.size()];
       Wide span = Wide(m.strides[d]) * std::max<int64_t>(extent - 1, 0);
       (span < 0 ? lo : hi) += span;
     }
+    (rows < 0 ? lo : hi) += rows;
     if (lo < -kMaxRegionBytes || hi > kMaxRegionBytes) fail(str(what, ": index map offsets reach beyond 2^50"));
     const kernel::Buffer& b = k_.buffers[static_cast<size_t>(buffer)];
     if (used && (lo < 0 || hi >= b.type.numElements()))
@@ -336,7 +346,12 @@ ojson writeKernel(const kernel::Kernel& k) {
   ojson buffers = ojson::array(), loads = ojson::array(), reductions = ojson::array(), stores = ojson::array();
   for (const kernel::Buffer& b : k.buffers)
     buffers.push_back({{"name", b.name}, {"type", formatType(b.type)}, {"output", b.output}});
-  for (const kernel::Load& l : k.loads) loads.push_back(writeAccess(l.buffer, l.map));
+  for (const kernel::Load& l : k.loads) {
+    ojson o = writeAccess(l.buffer, l.map);
+    if (l.gathered)
+      o["gathered"] = {{"index", nodes.add(l.gathered->index)}, {"stride", l.gathered->stride}, {"size", l.gathered->size}};
+    loads.push_back(std::move(o));
+  }
   auto globals = [&](const std::vector<kernel::Global>& gs) {
     ojson out = ojson::array();
     for (const kernel::Global& g : gs)

@@ -373,8 +373,11 @@ void registerShapeIndexOps(OpRegistry& r) {
                  {"value", AttrKind::Float, Attribute(0.0)}},
                 inferPad, referencePad));
   pad.pieces = padPieces;
-  r.add(indexOp("gather", "ONNX Gather along `axis` with i64/i32 indices (negative count from the end)", 2,
+  OpDef& gather = r.add(indexOp("gather", "ONNX Gather along `axis` with i64/i32 indices (negative count from the end)", 2,
                 {{"axis", AttrKind::Int, Attribute(int64_t{0})}}, inferGather, referenceGather));
+  gather.gatherAxis = [](const OpCall& c) {
+    return ops::axisAttr(c, "axis", static_cast<int64_t>(c.inputs[0].rank()));
+  };
   OpDef gatherGradOp = indexOp("gather_grad",
                                "gather backward: dy scattered to `size` rows along `axis`, summed where indices repeat",
                                2, {{"axis", AttrKind::Int, std::nullopt}, {"size", AttrKind::Int, std::nullopt}},

@@ -38,6 +38,13 @@ Scalar KernelBuilder::load(int buffer, std::vector<int64_t> strides, int64_t bas
   return leaf(static_cast<int>(k_.loads.size()) - 1, k_.buffers[static_cast<size_t>(buffer)].type.dtype);
 }
 
+Scalar KernelBuilder::gather(int buffer, std::vector<int64_t> strides, const Scalar& index, int64_t stride,
+                             int64_t size, int64_t base) {
+  assert(strides.size() == k_.numDims());
+  k_.loads.push_back({buffer, {base, std::move(strides)}, kernel::Gathered{index.node(), stride, size}});
+  return leaf(static_cast<int>(k_.loads.size()) - 1, k_.buffers[static_cast<size_t>(buffer)].type.dtype);
+}
+
 std::vector<int64_t> KernelBuilder::stridesFor(int buffer, const std::vector<int>& axes) const {
   const Shape& shape = k_.buffers[static_cast<size_t>(buffer)].type.shape;
   assert(axes.size() == shape.size());
@@ -107,6 +114,8 @@ Kernel KernelBuilder::build() const {
   for (auto& g : k.prologue) g.value = rewrite(g.value);
   for (auto& g : k.globals) g.value = rewrite(g.value);
   for (auto& s : k.stores) s.value = rewrite(s.value);
+  for (auto& l : k.loads)
+    if (l.gathered) l.gathered->index = rewrite(l.gathered->index);
   return k;
 }
 

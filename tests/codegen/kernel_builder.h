@@ -26,6 +26,10 @@ class KernelBuilder {
 
   // A load through explicit strides over all kernel dims.
   Scalar load(int buffer, std::vector<int64_t> strides, int64_t base = 0);
+  // A gathered load (exec/kernel_ir.h): `strides` and `base` as load's, plus
+  // `stride` elements per row of the `size` that `index` (an i64) picks.
+  Scalar gather(int buffer, std::vector<int64_t> strides, const Scalar& index, int64_t stride, int64_t size,
+                int64_t base = 0);
   // A load where buffer axis a walks kernel dim axes[a] (-1: the axis has
   // extent 1); kernel dims not named are broadcast (stride 0).
   Scalar loadAxes(int buffer, const std::vector<int>& axes);
