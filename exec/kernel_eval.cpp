@@ -77,12 +77,7 @@ class Evaluator {
         if (l.gathered.has_value() != gathered) continue;
         if (rowInvariantOnly && rowDependent_[i]) continue;
         int64_t at = offset(l.map, index_);
-        if (l.gathered) {
-          // An i64 index is exact in the double the expression yields;
-          // anything beyond the table's range clamps the same either way.
-          const double v = std::clamp(eval(l.gathered->index), -0x1p62, 0x1p62);
-          at += l.gathered->stride * gatheredRow(static_cast<int64_t>(v), l.gathered->size);
-        }
+        if (l.gathered) at += l.gathered->stride * row(*l.gathered);
         leaves_[i] = buffers_[static_cast<size_t>(l.buffer)]->at(at);
       }
   }
@@ -90,7 +85,18 @@ class Evaluator {
   double eval(const ScalarRef& e) { return evaluateScalar(*e, leaves_, index_); }
 
   void store(const Store& s) {
-    buffers_[static_cast<size_t>(s.buffer)]->set(offset(s.map, index_), eval(s.value));
+    Tensor& b = *buffers_[static_cast<size_t>(s.buffer)];
+    int64_t at = offset(s.map, index_);
+    if (s.gathered) at += s.gathered->stride * row(*s.gathered);
+    b.set(at, s.accumulate ? b.at(at) + eval(s.value) : eval(s.value));
+  }
+
+  // The row a gathered access picks at the current point. An i64 index is
+  // exact in the double the expression yields; anything beyond the table's
+  // range clamps the same either way.
+  int64_t row(const Gathered& g) {
+    const double v = std::clamp(eval(g.index), -0x1p62, 0x1p62);
+    return gatheredRow(static_cast<int64_t>(v), g.size);
   }
 
   void forEachRowPoint(const std::function<void()>& fn) {

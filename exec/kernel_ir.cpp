@@ -34,6 +34,12 @@ int64_t gatheredRow(int64_t index, int64_t size) {
   return std::clamp<int64_t>(index, 0, size - 1);
 }
 
+bool scatters(const Kernel& k) {
+  for (const Store& s : k.stores)
+    if (s.accumulate) return true;
+  return false;
+}
+
 bool loadDependsOn(const Kernel& k, size_t i, size_t dim) {
   const Load& l = k.loads[i];
   if (l.map.dependsOn(dim)) return true;
@@ -121,9 +127,12 @@ std::string printKernel(const Kernel& k) {
   for (size_t i = 0; i < k.globals.size(); ++i)
     os << "  g" << k.prologue.size() + i << " = global " << combinerName(k.globals[i].combiner) << " "
        << expr(k, *k.globals[i].value) << "\n";
-  for (const Store& s : k.stores)
-    os << "  store " << k.buffers[static_cast<size_t>(s.buffer)].name << "[" << mapText(s.map) << "] ("
-       << scopeName(s.scope) << ") = " << expr(k, *s.value) << "\n";
+  for (const Store& s : k.stores) {
+    os << "  store " << k.buffers[static_cast<size_t>(s.buffer)].name << "[" << mapText(s.map);
+    if (s.gathered && s.gathered->index)
+      os << " + " << s.gathered->stride << "*gather(" << expr(k, *s.gathered->index) << ", " << s.gathered->size << ")";
+    os << "] (" << scopeName(s.scope) << ") " << (s.accumulate ? "+=" : "=") << " " << expr(k, *s.value) << "\n";
+  }
   return os.str();
 }
 
@@ -155,8 +164,15 @@ class KernelVerifier {
       std::string what = str("store ", i);
       if (!checkBuffer(s.buffer, what, true)) continue;
       const Buffer& b = k_.buffers[static_cast<size_t>(s.buffer)];
-      checkMap(s.map, b, what, k_.numDims());
+      checkMap(s.map, b, what, k_.numDims(), s.gathered ? gatheredSpan(*s.gathered, what) : 0);
       bool element = s.scope == StoreScope::Element;
+      if (s.gathered) checkGatheredIndex(*s.gathered, str(what, "'s gathered index"));
+      if (s.gathered.has_value() != s.accumulate || (s.accumulate && !element))
+        fail(str(what, ": only element stores scatter, gathered and accumulating"));
+      if (s.accumulate)
+        for (size_t d = 0; d < k_.outer.size(); ++d)
+          if (k_.outer[d] > 1 && !s.map.dependsOn(d))
+            fail(str(what, ": a scatter's outer points must write apart, but its map does not span outer dim ", d));
       if (s.scope != StoreScope::Element)
         for (size_t d = s.scope == StoreScope::Row ? k_.outer.size() : 0; d < k_.numDims(); ++d)
           if (s.map.dependsOn(d)) fail(str(what, ": a ", scopeName(s.scope), " store's index depends on dim ", d));

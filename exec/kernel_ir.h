@@ -14,8 +14,9 @@
 //   1. for each Reduction k in order: acc[k] = init(k); for each point r of
 //      the reduce space (row-major): acc[k] = combine(acc[k], value_k(o, r))
 //      where value_k may read loads at (o, r) and acc[j] for j < k;
-//   2. for each Store with scope Element: for each r: buf[map(o, r)] = value;
-//      values may read loads at (o, r) and every acc;
+//   2. for each Store with scope Element: for each r: buf[map(o, r)] = value
+//      (or += value at a gathered row: a scatter-add, below); values may
+//      read loads at (o, r) and every acc;
 //   3. for each Store with scope Row: buf[map(o)] = value, reading accs and
 //      loads that do not depend on r;
 //   4. for each Global g: global[g] = combine(global[g], rowValue_g(o)).
@@ -90,11 +91,19 @@ struct Reduction {
 
 enum class StoreScope : uint8_t { Element, Row, Final };
 
+// A scatter-add (the gradient of a gather) is an accumulating Element
+// store with a gathered row: buf[map(o, r) + stride * row] += value, read
+// and rounded to the buffer's dtype at each point, the points of an outer
+// point in row order. Its outer points must write disjoint elements (its
+// map spans every outer dim), so that they may run in any order or in
+// parallel; two rows of one outer point may pick the same row.
 struct Store {
   int buffer = 0;
   IndexMap map;  // Row stores: reduce strides are 0; Final stores: all 0
   StoreScope scope = StoreScope::Element;
   ScalarRef value;
+  std::optional<Gathered> gathered;  // Element stores only, with `accumulate`
+  bool accumulate = false;           // buf += value (a scatter-add)
 };
 
 struct Global {
@@ -120,6 +129,10 @@ struct Kernel {
   size_t firstAccumulator() const { return loads.size(); }
   size_t firstGlobal() const { return loads.size() + reductions.size(); }
 };
+
+// Whether some store of `k` accumulates (a scatter-add): its row points
+// must then run one after the other.
+bool scatters(const Kernel& k);
 
 // Whether load `i` reads a different element as iteration dim `dim` moves:
 // through its map, or through its gathered index (which reads other loads

@@ -33,8 +33,10 @@ std::vector<int64_t> accessStrides(const KernelSpaces& spaces, size_t a) {
 
 Expected<RowBlocks> rowBlocksOf(const Kernel& k, int64_t rows, const std::vector<bool>& confined) {
   if (!k.prologue.empty() || !k.globals.empty()) return Error("it folds globals over the whole space");
-  for (const Store& s : k.stores)
+  for (const Store& s : k.stores) {
     if (s.scope == StoreScope::Final) return Error("it has a final store");
+    if (s.gathered) return Error("it scatters");
+  }
   const std::vector<bool> indexed = dimsReadByIndexLeaves(k);
   if (std::find(indexed.begin(), indexed.end(), true) != indexed.end()) return Error("it reads an index");
   const KernelSpaces spaces = buildSpaces(k);

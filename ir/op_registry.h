@@ -143,6 +143,10 @@ struct OpDef {
   // For gathers: the axis of operand 0 whose row is read from operand 1; a
   // kernel reads operand 0 through a gathered load (exec/kernel_ir.h).
   GatherAxisFn gatherAxis;
+  // For a gather's gradient (operand 0 dy, operand 1 the indices): the
+  // result axis dy's rows are added into, where the indices point (a
+  // scatter-add: zeros, then one accumulating kernel, exec/kernel_ir.h).
+  GatherAxisFn scatterAxis;
   // For injective ops without one: the result as blocks (Piece). Such a
   // node is its own launch of one copy per block; it fuses with nothing.
   PiecesFn pieces;

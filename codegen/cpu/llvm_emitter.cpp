@@ -52,6 +52,7 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   // values and effects
   Value* loadValue(const Point& p, size_t i) override;
   Value* gatheredValue(const Point& p, size_t i, Value* index) override;
+  Value* gatheredPtr(const Point& p, size_t access, int buffer, const kernel::Gathered& g, Value* index);
   Value* indexValue(const Point& p, size_t d) override { return p.index[d]; }
   Value* accumulatorValue(size_t r) override { return accs_[r]; }
   Value* globalValue(size_t g) override { return b_.CreateLoad(globals_[g]->getAllocatedType(), globals_[g]); }
@@ -60,6 +61,7 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
     return ScalarEmitter(b_).node(n, args);
   }
   void storeValue(const Point& p, size_t s, Value* v) override;
+  void scatterValue(const Point& p, size_t s, Value* v, Value* index) override;
   void foldReduction(size_t r, Value* v) override;
   void foldGlobal(size_t g, Value* v) override;
 
@@ -193,20 +195,34 @@ Value* KernelEmitter::loadValue(const Point& p, size_t i) {
   return emitLoadElement(b_, elementPtr(p, i, buffer), k_.buffers[static_cast<size_t>(buffer)].type.dtype);
 }
 
-// The row gatheredRow picks, branch-free (selects, smax/smin) so that a
-// loop over it still vectorises.
-Value* KernelEmitter::gatheredValue(const Point& p, size_t i, Value* index) {
-  const kernel::Load& l = k_.loads[i];
-  const kernel::Gathered& g = *l.gathered;
+// Access `a`'s element at the row gatheredRow picks, computed branch-free
+// (select, smax, smin) so that a loop over it still vectorises.
+Value* KernelEmitter::gatheredPtr(const Point& p, size_t a, int buffer, const kernel::Gathered& g, Value* index) {
   Value* wrapped = b_.CreateSelect(b_.CreateICmpSLT(index, b_.getInt64(0)),
                                    b_.CreateAdd(index, b_.getInt64(static_cast<uint64_t>(g.size))), index);
   Value* row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, wrapped, b_.getInt64(0));
   row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, row, b_.getInt64(static_cast<uint64_t>(g.size - 1)));
-  Value* offset = b_.CreateAdd(p.offsets[i], b_.CreateMul(row, b_.getInt64(static_cast<uint64_t>(g.stride)), "", false, true),
-                               "", false, true);
-  DType t = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
-  return emitLoadElement(b_, b_.CreateInBoundsGEP(storageTypeOf(ctx_, t), buffers_[static_cast<size_t>(l.buffer)], offset),
-                         t);
+  Value* rowOffset = b_.CreateMul(row, b_.getInt64(static_cast<uint64_t>(g.stride)), "", false, true);
+  DType t = k_.buffers[static_cast<size_t>(buffer)].type.dtype;
+  return b_.CreateInBoundsGEP(storageTypeOf(ctx_, t), buffers_[static_cast<size_t>(buffer)],
+                              b_.CreateAdd(p.offsets[a], rowOffset, "", false, true));
+}
+
+Value* KernelEmitter::gatheredValue(const Point& p, size_t i, Value* index) {
+  const kernel::Load& l = k_.loads[i];
+  return emitLoadElement(b_, gatheredPtr(p, i, l.buffer, *l.gathered, index),
+                         k_.buffers[static_cast<size_t>(l.buffer)].type.dtype);
+}
+
+// The element's value plus v, in the buffer's compute type, stored back.
+void KernelEmitter::scatterValue(const Point& p, size_t s, Value* v, Value* index) {
+  const kernel::Store& st = k_.stores[s];
+  DType storage = k_.buffers[static_cast<size_t>(st.buffer)].type.dtype, t = computeType(storage);
+  Value* ptr = gatheredPtr(p, k_.loads.size() + s, st.buffer, *st.gathered, index);
+  Value* old = emitLoadElement(b_, ptr, storage);
+  Value* add = emitConvert(b_, v, st.value->type, t);
+  Value* sum = t == DType::Bool ? b_.CreateOr(old, add) : isFloat(t) ? b_.CreateFAdd(old, add) : b_.CreateAdd(old, add);
+  emitStoreElement(b_, ptr, sum, t, storage);
 }
 
 Value* KernelEmitter::elementPtr(const Point& p, size_t access, int buffer) {
@@ -423,9 +439,10 @@ void KernelEmitter::beforeElementStores(Site& site) {
 // vectorise, with one accumulator per outer point in a stack array. Each
 // accumulator still adds its values in the same order, so results are
 // bit-identical to row order.
+// A scatter-add takes it without reductions (no accumulator arrays).
 bool KernelEmitter::columnOrder() const {
-  return s_.rowsAcross && !k_.reductions.empty() && !s_.spaces.reduce.empty() && !s_.spaces.outer.empty() &&
-         s_.spaces.outer.points <= kMaxColumnPoints;
+  if (!s_.rowsAcross || s_.spaces.reduce.empty() || s_.spaces.outer.empty()) return false;
+  return k_.reductions.empty() ? kernel::scatters(k_) : s_.spaces.outer.points <= kMaxColumnPoints;
 }
 
 // accs_[0..count) from the column arrays at `p`'s outer point (its last

@@ -64,6 +64,7 @@ class FunctionEmitter final : public kernel::KernelWalk<std::string> {
   // values and effects
   std::string loadValue(const P& p, size_t i) override;
   std::string gatheredValue(const P& p, size_t i, std::string index) override;
+  std::string gatheredOffset(const P& p, size_t access, const kernel::Gathered& g, const std::string& index);
   std::string indexValue(const P& p, size_t d) override { return str("(kf_i64)(", p.index[d], ")"); }
   std::string accumulatorValue(size_t r) override { return accNames_[r]; }
   std::string globalValue(size_t g) override { return globalNames_[g]; }
@@ -72,6 +73,7 @@ class FunctionEmitter final : public kernel::KernelWalk<std::string> {
     return ScalarEmitter(w_).node(n, args);
   }
   void storeValue(const P& p, size_t s, std::string v) override;
+  void scatterValue(const P& p, size_t s, std::string v, std::string index) override;
   void foldReduction(size_t r, std::string v) override {
     w_.line(accNames_[r], " = ", combineExpr(k_.reductions[r].combiner, accNames_[r], v), ";");
   }
@@ -182,23 +184,42 @@ std::string FunctionEmitter::loadValue(const P& p, size_t i) {
   return v;
 }
 
-// A gathered load reads one element per point (its row may differ from
-// lane to lane), at the row gatheredRow picks (exec/kernel_ir.h).
-std::string FunctionEmitter::gatheredValue(const P& p, size_t i, std::string index) {
-  const kernel::Load& l = k_.loads[i];
-  const kernel::Gathered& g = *l.gathered;
-  DType storage = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
+// Access `a`'s element offset at the row gatheredRow picks
+// (exec/kernel_ir.h), as a kf_i64 expression.
+std::string FunctionEmitter::gatheredOffset(const P& p, size_t a, const kernel::Gathered& g, const std::string& index) {
   std::string row = w_.fresh("row");
   w_.line("const kf_i64 ", row, " = kf_imin(kf_imax(", index, " < 0 ? ", index, " + ", g.size, "LL : ", index, ", 0LL), ",
           g.size - 1, "LL);");
   // In a chunk, p's offsets are the chunk's first lane's.
-  const int64_t lane = chunk_ && chunk_->innerStride[i] == 1 ? lane_ : 0;
-  std::string at = str("(kf_i64)(", p.offsets[i], ") + ", lane, " + ", row, " * ", g.stride, "LL");
+  const int64_t lane = chunk_ && chunk_->innerStride[a] == 1 ? lane_ : 0;
+  return str("(kf_i64)(", p.offsets[a], ") + ", lane, " + ", row, " * ", g.stride, "LL");
+}
+
+// A gathered load reads one element per point (its row may differ from
+// lane to lane).
+std::string FunctionEmitter::gatheredValue(const P& p, size_t i, std::string index) {
+  const kernel::Load& l = k_.loads[i];
+  DType storage = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
+  std::string at = gatheredOffset(p, i, *l.gathered, index);
   bool coherent = !ctx_.writtenBefore.empty() && ctx_.writtenBefore[static_cast<size_t>(l.buffer)];
   std::string raw = coherent ? str("__ldcg(", bufferName(l.buffer), " + (", at, "))") : str(bufferName(l.buffer), "[", at, "]");
   std::string v = w_.fresh("L");
   w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
   return v;
+}
+
+// A scatter-add: one thread adds a row's points in order (kernel_schedule.h
+// gives scatters a thread per outer point).
+void FunctionEmitter::scatterValue(const P& p, size_t s, std::string v, std::string index) {
+  const kernel::Store& st = k_.stores[s];
+  DType storage = k_.buffers[static_cast<size_t>(st.buffer)].type.dtype, t = computeType(storage);
+  std::string at = gatheredOffset(p, k_.loads.size() + s, *st.gathered, index);
+  std::string element = str(bufferName(st.buffer), "[", at, "]");
+  std::string old = w_.fresh("old");
+  w_.line("const ", computeCType(t), " ", old, " = ", loadConvertExpr(element, storage), ";");
+  std::string add = convertExpr(v, st.value->type, t);
+  std::string sum = t == DType::Bool ? str("(", old, " || ", add, ")") : str("(", old, " + ", add, ")");
+  w_.line(element, " = ", storeConvertExpr(sum, t, storage), ";");
 }
 
 // With a chunk, stride-1 stores go to the lane of their vector variable.

@@ -86,6 +86,9 @@ KernelSchedule scheduleKernel(const Kernel& k, const kernel::EmissionSchedule& e
     s.vec = vectorWidth(k, spaces.outer, s.vecTail);
     work = (n + s.vec - 1) / s.vec;
     s.teamX = threads;
+  } else if (kernel::scatters(k)) {  // a scatter's rows in order, by one thread
+    s.strategy = Strategy::RowThread;
+    s.teamX = threads;
   } else if (emission.rowsAcross) {
     s.strategy = Strategy::Column;
     s.teamX = 32;

@@ -20,8 +20,11 @@ std::string checkGroup(const Graph& body) {
       if (Status s = check(g.value); !s) return str("CUDA C: ", s.message());
     for (const auto& g : k.globals)
       if (Status s = check(g.value); !s) return str("CUDA C: ", s.message());
-    for (const auto& st : k.stores)
+    for (const auto& st : k.stores) {
       if (Status s = check(st.value); !s) return str("CUDA C: ", s.message());
+      if (st.gathered)
+        if (Status s = check(st.gathered->index); !s) return str("CUDA C: ", s.message());
+    }
   }
   return "";
 }

@@ -21,6 +21,10 @@ std::vector<bool> invariantLoads(const Kernel& k) {
 
 bool rowsAcross(const Kernel& k, const KernelSpaces& s) {
   if (s.reduce.dims.empty() || s.outer.dims.empty()) return false;
+  // A scatter-add whose rows are contiguous across the outer points adds
+  // row after row, each row's elements inside (vectors of them).
+  for (size_t i = 0; i < k.stores.size(); ++i)
+    if (k.stores[i].accumulate && s.outer.dims.back().strides[k.loads.size() + i] == 1) return true;
   bool contiguousRow = false, contiguousAcross = false;
   for (size_t i = 0; i < k.loads.size(); ++i) {
     bool rowDependent = false;

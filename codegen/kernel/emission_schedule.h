@@ -32,6 +32,8 @@ struct EmissionSchedule {
   // side across neighbouring outer points (a bias gradient: the sum over a
   // batch of each column). Folding many rows at once, each in its own
   // accumulator, reads memory contiguously; each row still folds in order.
+  // Or a scatter-add whose store is contiguous across outer points: its
+  // rows are added one after the other, each row's elements side by side.
   bool rowsAcross = false;
   // A sum an element store recomputes, which an emitter walking one row at
   // a time may keep in the output instead (kept_sum.h).

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -184,11 +185,17 @@ class KernelWalk {
 
   // Evaluates every store of `scope` at the site, then writes them: all
   // loads of a point happen before its stores, as in the interpreter.
+  // (A scatter's index is evaluated with the values.)
   void stores(Site& site, StoreScope scope) {
-    std::vector<std::pair<size_t, V>> values;
-    for (size_t s = 0; s < k_.stores.size(); ++s)
-      if (k_.stores[s].scope == scope) values.emplace_back(s, site.eval(k_.stores[s].value));
-    for (auto& [s, v] : values) storeValue(site.point(), s, v);
+    std::vector<std::tuple<size_t, V, std::optional<V>>> values;
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      const Store& st = k_.stores[s];
+      if (st.scope != scope) continue;
+      std::optional<V> row;
+      if (st.gathered) row = site.eval(*st.gathered->index);
+      values.emplace_back(s, site.eval(st.value), row);
+    }
+    for (auto& [s, v, row] : values) row ? scatterValue(site.point(), s, v, *row) : storeValue(site.point(), s, v);
   }
 
   // ---- values: what a backend computes
@@ -211,6 +218,9 @@ class KernelWalk {
   // ---- effects
   // Store `s` at `p`; `v` is of the store's value type.
   virtual void storeValue(const P& p, size_t s, V v) = 0;
+  // Scatter-adds `v` (of the store's value type) into the row of store `s`
+  // that gatheredRow picks for `index` (an i64), at `p`.
+  virtual void scatterValue(const P& p, size_t s, V v, V index) = 0;
   // `v` is of the accumulator's type.
   virtual void foldReduction(size_t r, V v) = 0;
   virtual void foldGlobal(size_t g, V v) = 0;

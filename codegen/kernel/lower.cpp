@@ -437,6 +437,50 @@ Expected<LoweredGroup> lowerPieces(const Node& n, const std::string& name) {
   return g;
 }
 
+Expected<LoweredGroup> lowerScatterAdd(const Node& n, const std::string& name) {
+  if (!n.op().scatterAxis) return Error(str("'", n.opName(), "' is not a scatter-add"));
+  std::vector<TensorType> types;
+  for (const Value* v : n.operands()) types.push_back(v->type());
+  KF_ASSIGN_OR_RETURN(int64_t axis, n.op().scatterAxis(OpCall{n.op(), n.attrs(), types, &n, nullptr}));
+  const TensorType &dy = types[0], &indices = types[1], &out = n.result()->type();
+  const auto at = static_cast<size_t>(axis), rows = indices.rank();
+  LoweredGroup g;
+
+  Kernel zeros;
+  zeros.name = str(name, "_zeros");
+  zeros.outer = out.shape;
+  zeros.buffers.push_back({"out0", out, true});
+  zeros.stores.push_back({0, blockMap(out.shape, std::vector<int64_t>(out.rank(), 0)), StoreScope::Element,
+                          Scalar::constant(0, computeType(out.dtype)).node()});
+
+  // Outer dims: dy's before the indexed ones, then after; reduce dims: the
+  // indexed ones (one row of dy per index).
+  Kernel k;
+  k.name = name;
+  for (size_t d = 0; d < dy.rank(); ++d) (d >= at && d < at + rows ? k.reduce : k.outer).push_back(dy.shape[d]);
+  k.buffers = {{"in0", dy, false}, {"in1", indices, false}, {"out0", out, true}};
+  const size_t outerDims = k.outer.size();
+  auto dimOf = [&](size_t d) { return d < at ? d : d < at + rows ? outerDims + d - at : d - rows; };
+  IndexMap dyMap{0, std::vector<int64_t>(k.numDims(), 0)}, idMap = dyMap, outMap = dyMap;
+  const std::vector<int64_t> dyStrides = stridesOf(dy.shape), idStrides = stridesOf(indices.shape),
+                             outStrides = stridesOf(out.shape);
+  for (size_t d = 0; d < dy.rank(); ++d) {
+    dyMap.strides[dimOf(d)] = dyStrides[d];
+    if (d >= at && d < at + rows) idMap.strides[dimOf(d)] = idStrides[d - at];
+    else outMap.strides[dimOf(d)] = outStrides[d < at ? d : d - rows + 1];
+  }
+  k.loads = {{0, dyMap, std::nullopt}, {1, idMap, std::nullopt}};
+  Store add{2, outMap, StoreScope::Element, Scalar::input(0, dy.dtype).node(),
+            Gathered{Scalar::input(1, indices.dtype).node(), outStrides[at], out.shape[at]}, true};
+  k.stores.push_back(std::move(add));
+
+  for (Kernel* x : {&zeros, &k}) KF_RETURN_IF_ERROR(verifyKernel(*x));
+  g.kernels = {std::move(zeros), std::move(k)};
+  g.buffers = {{{BufferRef::Kind::Result, 0}},
+               {{BufferRef::Kind::Argument, 0}, {BufferRef::Kind::Argument, 1}, {BufferRef::Kind::Result, 0}}};
+  return g;
+}
+
 Expected<Kernel> lowerToKernel(const Graph& body, const std::string& name) { return Lowering(body, name).run(); }
 
 namespace {

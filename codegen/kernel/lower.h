@@ -45,6 +45,12 @@ Expected<LoweredGroup> lowerGroup(const Graph& body, const std::string& name);
 // order; its operands are the arguments, its result result 0.
 Expected<LoweredGroup> lowerPieces(const Node& n, const std::string& name);
 
+// A gather's gradient (OpDef::scatterAxis) as two kernels to run one after
+// the other: zeros over the result, then dy's rows added where the indices
+// point (an accumulating gathered store, one outer point per element of a
+// row, its rows in order); operands are the arguments, the result result 0.
+Expected<LoweredGroup> lowerScatterAdd(const Node& n, const std::string& name);
+
 // "" if `body` can be one launch (lowerGroup succeeds), else why not.
 std::string checkGroup(const Graph& body);
 

@@ -25,7 +25,7 @@ const kernel::IndexMap* storeMap(const kernel::Kernel& k, int out) {
   const kernel::IndexMap* map = nullptr;
   for (const kernel::Store& s : k.stores) {
     if (s.buffer != out) continue;
-    if (map && !sameMap(*map, s.map)) return nullptr;
+    if (s.gathered || (map && !sameMap(*map, s.map))) return nullptr;
     map = &s.map;
   }
   if (map && k.outerPoints() != k.buffers[static_cast<size_t>(out)].type.numElements()) return nullptr;
@@ -37,7 +37,8 @@ bool loadedOnlyThrough(const kernel::Kernel& k, int in, const kernel::IndexMap& 
   bool any = false;
   for (const kernel::Load& l : k.loads) {
     if (l.buffer != in) continue;
-    if (!sameMap(l.map, map)) return false;
+    // A gathered load reads rows other points may already have written.
+    if (l.gathered || !sameMap(l.map, map)) return false;
     any = true;
   }
   return any;

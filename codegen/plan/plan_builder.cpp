@@ -143,6 +143,7 @@ class PlanBuilder {
       std::unique_ptr<Graph> body = singleNodeBody(n, args);
       return lowerGroupNode(n, *body, std::string(n.opName()), args);
     }
+    if (n.op().scatterAxis) return scatterAdd(n);
     if (n.op().pieces) {  // copied block by block, where its attributes allow
       std::string name = uniqueName(std::string(n.opName()));
       if (auto pieces = kernel::lowerPieces(n, name); pieces && !pieces->kernels.empty()) {
@@ -184,6 +185,26 @@ class PlanBuilder {
     if (int g = n.op().gradientOperand; g >= 0) markGradient(r.inputs[static_cast<size_t>(g)]);
     s.body = std::move(r);
     plan_.steps.push_back(std::move(s));
+    return Status::ok();
+  }
+
+  // A gather's gradient: a step of zeros, then a step adding dy's rows
+  // where the indices point. Two launches: a CUDA launch runs the kernels
+  // of a bundle at once, and the second reads what the first wrote.
+  Status scatterAdd(const Node& n) {
+    KF_ASSIGN_OR_RETURN(kernel::LoweredGroup g, kernel::lowerScatterAdd(n, uniqueName(std::string(n.opName()))));
+    const int out = temp(n.result());
+    for (size_t k = 0; k < g.kernels.size(); ++k) {
+      Step s;
+      s.name = g.kernels[k].name;
+      std::vector<int> buffers;
+      for (const kernel::BufferRef& r : g.buffers[k])
+        buffers.push_back(r.kind == kernel::BufferRef::Kind::Result ? out : bufferOf(n.operand(r.index)));
+      s.kernels.push_back(static_cast<int>(plan_.kernels.size()));
+      s.kernelBuffers.push_back(std::move(buffers));
+      plan_.kernels.push_back(std::move(g.kernels[k]));
+      plan_.steps.push_back(std::move(s));
+    }
     return Status::ok();
   }
 

@@ -216,7 +216,8 @@ class KernelReader {
       within(str("store ", i), [&] {
         const json& s = stores[i];
         k_.stores.push_back({bufferAt(s), readMap(s),
-                             enumNamed<kernel::StoreScope>(stringAt(s, "scope"), kScopes, "store scope"), valueAt(s)});
+                             enumNamed<kernel::StoreScope>(stringAt(s, "scope"), kScopes, "store scope"), valueAt(s),
+                             readGathered(s), s.contains("accumulate") && boolAt(s, "accumulate")});
       });
     checkMaps();
     if (Status s = kernel::verifyKernel(k_); !s) {
@@ -314,7 +315,8 @@ class KernelReader {
       const kernel::Store& s = k_.stores[i];
       bool used = s.scope == kernel::StoreScope::Final ||
                   (!outerEmpty && !(rowEmpty && s.scope == kernel::StoreScope::Element));
-      checkMap(s.map, s.buffer, str("store ", i), used);
+      const Wide rows = s.gathered ? Wide(s.gathered->stride) * (s.gathered->size - 1) : 0;
+      checkMap(s.map, s.buffer, str("store ", i), used, rows);
     }
   }
 
@@ -366,6 +368,9 @@ ojson writeKernel(const kernel::Kernel& k) {
     ojson o = writeAccess(s.buffer, s.map);
     o["scope"] = nameOf(s.scope, kScopes);
     o["value"] = nodes.add(s.value);
+    if (s.gathered)
+      o["gathered"] = {{"index", nodes.add(s.gathered->index)}, {"stride", s.gathered->stride}, {"size", s.gathered->size}};
+    if (s.accumulate) o["accumulate"] = true;
     stores.push_back(std::move(o));
   }
   return ojson{{"name", k.name},   {"outer", k.outer},     {"reduce", k.reduce},       {"buffers", buffers},

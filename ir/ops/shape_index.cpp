@@ -383,6 +383,7 @@ void registerShapeIndexOps(OpRegistry& r) {
                                2, {{"axis", AttrKind::Int, std::nullopt}, {"size", AttrKind::Int, std::nullopt}},
                                inferGatherGrad, referenceGatherGrad);
   gatherGradOp.fusion = FusionClass::Opaque;
+  gatherGradOp.scatterAxis = [](const OpCall& c) -> Expected<int64_t> { return c.getInt("axis"); };
   r.add(std::move(gatherGradOp));
   OpDef inter = indexOp("interleave",
                         "the inverse of strided slicing: operand i fills the result positions offsets[i] + steps * j; "

@@ -1,8 +1,8 @@
-// Gathered loads (exec/kernel_ir.h's Gathered: a row picked by a run-time
-// index, ONNX Gather): generated code against the kernel interpreter, on
-// indices inside the table, negative ones and ones past either end (both
-// clamp them into the table); the verifier's and the package reader's
-// checks of them.
+// Gathered loads and scatter-adds (exec/kernel_ir.h's Gathered: a row
+// picked by a run-time index, ONNX Gather and its gradient): generated
+// code against the kernel interpreter, on indices inside the table,
+// negative ones, repeated ones and ones past either end (both clamp them
+// into the table); the verifier's and the package reader's checks of them.
 #include <gtest/gtest.h>
 
 #include "exec/io/kernel_io.h"
@@ -108,9 +108,71 @@ TEST(GatheredLoad, VerifierChecksRowsIndexAndWhatItReads) {
   }
 }
 
+// out[v, c] += dy[r, c] where ids[r] picks v (an embedding's gradient),
+// rows of `width`: many rows pick the same v, in order.
+Kernel scatterKernel(int64_t count, int64_t rows, int64_t width, DType idType) {
+  KernelBuilder b("scatter", {width}, {count});
+  int dy = b.input(DType::F32, {count, width});
+  int ids = b.input(idType, {count});
+  int out = b.output(DType::F32, {rows, width});
+  Scalar value = b.loadAxes(dy, {1, 0});
+  Scalar row = b.loadAxes(ids, {1});
+  b.scatterAdd(out, {1, 0}, value, row, width, rows);
+  return b.build();
+}
+
+TEST(GatheredStore, ScatterAddsMatchTheInterpreterBitForBit) {
+  for (DType idType : {DType::I64, DType::I32})
+    for (int64_t width : {1, 5, 64}) {
+      Kernel k = scatterKernel(40, 6, width, idType);
+      ASSERT_TRUE(verifyKernel(k)) << verifyKernel(k).message();
+      // 40 indices in [-8, 8] over 6 rows: repeats, negatives, past the ends.
+      EXPECT_TRUE(matchesInterpreter(k, Tolerance::exact(), 13, InputSpec{-8, 8}))
+          << dtypeName(idType) << " width " << width << "\n"
+          << printKernel(k);
+    }
+}
+
+TEST(GatheredStore, RowsAddUpInOrder) {
+  Kernel k = scatterKernel(4, 3, 2, DType::I64);
+  EXPECT_NE(printKernel(k).find("store out2[i0 + 2*gather(L1, 3)] (element) += L0"), std::string::npos)
+      << printKernel(k);
+  std::vector<Tensor> buffers = randomBuffers(k, 3);
+  const int64_t ids[] = {1, -2, 7, -1};  // rows 1, 1, 2 (clamped), 2
+  for (int64_t r = 0; r < 4; ++r) buffers[1].set(r, static_cast<double>(ids[r]));
+  for (int64_t i = 0; i < 8; ++i) buffers[0].set(i, static_cast<double>(i + 1));
+  for (int64_t i = 0; i < 6; ++i) buffers[2].set(i, 0.5);
+  ASSERT_TRUE(runJit(k, buffers));
+  const double want[] = {0.5, 0.5, 0.5 + 1 + 3, 0.5 + 2 + 4, 0.5 + 5 + 7, 0.5 + 6 + 8};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(buffers[2].at(i), want[i]) << "element " << i;
+}
+
+TEST(GatheredStore, VerifierWantsScattersThatWriteApart) {
+  {  // every row to the same element: the outer points would collide
+    KernelBuilder b("collide", {4}, {3});
+    int dy = b.input(DType::F32, {3, 4});
+    int ids = b.input(DType::I64, {3});
+    int out = b.output(DType::F32, {5});
+    Scalar value = b.loadAxes(dy, {1, 0});
+    b.scatterAdd(out, {0, 0}, value, b.loadAxes(ids, {1}), 1, 5);
+    const std::string m = verifyKernel(b.build()).message();
+    EXPECT_NE(m.find("store 0: a scatter's outer points must write apart, but its map does not span outer dim 0"),
+              std::string::npos) << m;
+  }
+  {  // accumulating without a gathered row, gathered without accumulating
+    KernelBuilder b("half_scatter", {4});
+    int x = b.input(DType::F32, {4});
+    int out = b.output(DType::F32, {4});
+    Kernel k = (b.storeOuter(out, b.loadOuter(x)), b.build());
+    k.stores[0].accumulate = true;
+    EXPECT_NE(verifyKernel(k).message().find("only element stores scatter, gathered and accumulating"), std::string::npos)
+        << verifyKernel(k).message();
+  }
+}
+
 // Packages carry kernels as JSON: a gathered load round-trips, and a
 // gathered axis reaching past its buffer is refused on reading.
-TEST(GatheredLoad, PackageJsonKeepsItAndBoundsItsRows) {
+TEST(GatheredLoad, PackageJsonKeepsItAndScattersAndBoundsTheirRows) {
   Kernel k = embeddingKernel(2, 3, 4, 8, DType::I64);
   package::json_read::ojson j = package::writeKernel(k);
   auto read = [](const package::json_read::ojson& o) -> Expected<kernel::Kernel> {
@@ -124,6 +186,10 @@ TEST(GatheredLoad, PackageJsonKeepsItAndBoundsItsRows) {
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(printKernel(*back), printKernel(k));
   EXPECT_NE(printKernel(k).find("8*gather(L0, 4)"), std::string::npos) << printKernel(k);
+  Kernel scatter = scatterKernel(7, 3, 4, DType::I32);
+  auto scatterBack = read(package::writeKernel(scatter));
+  ASSERT_TRUE(scatterBack) << scatterBack.error().message();
+  EXPECT_EQ(printKernel(*scatterBack), printKernel(scatter));
   j["loads"][1]["gathered"]["size"] = 5;
   auto bad = read(j);
   ASSERT_FALSE(bad);

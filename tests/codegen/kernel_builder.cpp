@@ -45,6 +45,13 @@ Scalar KernelBuilder::gather(int buffer, std::vector<int64_t> strides, const Sca
   return leaf(static_cast<int>(k_.loads.size()) - 1, k_.buffers[static_cast<size_t>(buffer)].type.dtype);
 }
 
+void KernelBuilder::scatterAdd(int buffer, std::vector<int64_t> strides, const Scalar& value, const Scalar& index,
+                               int64_t stride, int64_t size) {
+  assert(strides.size() == k_.numDims());
+  k_.stores.push_back({buffer, {0, std::move(strides)}, StoreScope::Element, value.node(),
+                       kernel::Gathered{index.node(), stride, size}, true});
+}
+
 std::vector<int64_t> KernelBuilder::stridesFor(int buffer, const std::vector<int>& axes) const {
   const Shape& shape = k_.buffers[static_cast<size_t>(buffer)].type.shape;
   assert(axes.size() == shape.size());
@@ -116,6 +123,8 @@ Kernel KernelBuilder::build() const {
   for (auto& s : k.stores) s.value = rewrite(s.value);
   for (auto& l : k.loads)
     if (l.gathered) l.gathered->index = rewrite(l.gathered->index);
+  for (auto& s : k.stores)
+    if (s.gathered) s.gathered->index = rewrite(s.gathered->index);
   return k;
 }
 

@@ -44,6 +44,10 @@ class KernelBuilder {
 
   void store(int buffer, std::vector<int64_t> strides, const Scalar& value, StoreScope scope = StoreScope::Element,
              int64_t base = 0);
+  // An accumulating gathered store (a scatter-add, exec/kernel_ir.h):
+  // buffer[strides . i + stride * row] += value, the row `index` picks.
+  void scatterAdd(int buffer, std::vector<int64_t> strides, const Scalar& value, const Scalar& index, int64_t stride,
+                  int64_t size);
   void storeAxes(int buffer, const std::vector<int>& axes, const Scalar& value, StoreScope scope = StoreScope::Element);
   void storeOuter(int buffer, const Scalar& value);
 
