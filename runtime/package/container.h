@@ -36,9 +36,10 @@ namespace kfuse::package {
 // as before; format 6 has dropout inside kernels (the philox scalar op,
 // ir/scalar_expr.h), which format 5's readers cannot parse; older packages
 // ran dropout as a reference op, which still runs; format 7 has gathered
-// loads in kernels (a row picked by a run-time index: ONNX Gather,
-// exec/kernel_ir.h), which format 6's readers would read as plain loads;
-// older packages ran gathers as reference ops, which still run.
+// loads and scatter-add stores in kernels (a row picked by a run-time
+// index: ONNX Gather and its gradient, exec/kernel_ir.h), which format 6's
+// readers would read as plain ones; older packages ran both as reference
+// ops, which still run.
 inline constexpr uint32_t kFormatVersion = 7;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
