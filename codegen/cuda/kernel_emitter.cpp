@@ -65,6 +65,7 @@ class FunctionEmitter final : public kernel::KernelWalk<std::string> {
   std::string loadValue(const P& p, size_t i) override;
   std::string gatheredValue(const P& p, size_t i, std::string index) override;
   std::string gatheredOffset(const P& p, size_t access, const kernel::Gathered& g, const std::string& index);
+  std::string elementRead(int b, const std::string& offset) const;
   std::string indexValue(const P& p, size_t d) override { return str("(kf_i64)(", p.index[d], ")"); }
   std::string accumulatorValue(size_t r) override { return accNames_[r]; }
   std::string globalValue(size_t g) override { return globalNames_[g]; }
@@ -175,13 +176,19 @@ std::string FunctionEmitter::loadValue(const P& p, size_t i) {
     if (chunk_) {  // a broadcast load: once per chunk
       if (auto it = chunk_->loaded.find(i); it != chunk_->loaded.end()) return it->second;
     }
-    bool coherent = !ctx_.writtenBefore.empty() && ctx_.writtenBefore[static_cast<size_t>(b)];
-    raw = coherent ? str("__ldcg(", bufferName(b), " + ", p.offsets[i], ")") : str(bufferName(b), "[", p.offsets[i], "]");
+    raw = elementRead(b, p.offsets[i]);
   }
   std::string v = w_.fresh("L");
   w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
   if (chunk_ && chunk_->innerStride[i] == 0) chunk_->loaded.emplace(i, v);
   return v;
+}
+
+// Buffer b's element at `offset` (a C expression): through the L2 where
+// this launch wrote the buffer before (__ldcg), else a plain read.
+std::string FunctionEmitter::elementRead(int b, const std::string& offset) const {
+  bool coherent = !ctx_.writtenBefore.empty() && ctx_.writtenBefore[static_cast<size_t>(b)];
+  return coherent ? str("__ldcg(", bufferName(b), " + ", offset, ")") : str(bufferName(b), "[", offset, "]");
 }
 
 // Access `a`'s element offset at the row gatheredRow picks
@@ -201,8 +208,7 @@ std::string FunctionEmitter::gatheredValue(const P& p, size_t i, std::string ind
   const kernel::Load& l = k_.loads[i];
   DType storage = k_.buffers[static_cast<size_t>(l.buffer)].type.dtype;
   std::string at = gatheredOffset(p, i, *l.gathered, index);
-  bool coherent = !ctx_.writtenBefore.empty() && ctx_.writtenBefore[static_cast<size_t>(l.buffer)];
-  std::string raw = coherent ? str("__ldcg(", bufferName(l.buffer), " + (", at, "))") : str(bufferName(l.buffer), "[", at, "]");
+  std::string raw = elementRead(l.buffer, str("(", at, ")"));
   std::string v = w_.fresh("L");
   w_.line("const ", computeCType(computeType(storage)), " ", v, " = ", loadConvertExpr(raw, storage), ";");
   return v;
