@@ -149,7 +149,7 @@ TEST_P(OpCasePlanTest, RoundTripsAndRunsIdentically) {
   auto [depth, tree] = expressionCost(*plan);
   EXPECT_LT(depth, 64);
   EXPECT_LT(tree, 1 << 14);
-  const char* kinds[] = {"kernels", "gemm", "conv", "reference"};
+  const char* kinds[] = {"kernels", "gemm", "conv", "reference", "collective"};  // StepKind order
   for (const Step& s : plan->steps) {
     const bool reference = s.kind() == StepKind::Reference;
     ++stepCounts()[reference ? "reference " + s.reference().op->name : kinds[static_cast<int>(s.kind())]];
