@@ -13,7 +13,11 @@ Work kernelWork(const kernel::Kernel& k) {
            static_cast<double>(std::max<size_t>(k.loads.size() + k.stores.size(), 1));
   bool finalStores = false;
   for (const auto& s : k.stores) finalStores |= s.scope == kernel::StoreScope::Final;
-  if (!k.globals.empty() || !k.prologue.empty() || finalStores) return w;
+  // A prologue does not stop a split: every range folds it over all outer
+  // points, in the same order (so every range gets the same bits), before
+  // its own points. It reads only row-invariant loads, so folding it once
+  // per thread costs little beside the rows.
+  if (!k.globals.empty() || finalStores) return w;
   kernel::KernelSpaces spaces = kernel::buildSpaces(k);
   if (spaces.outer.dims.empty() || spaces.outer.empty()) return w;
   w.units = spaces.outer.dims[0].extent;

@@ -7,7 +7,8 @@
 // may call it on disjoint ranges from several threads:
 //   - a kernel: points of the first dim of its (merged) outer space
 //     (exec/index_space.h), when its points are independent: no globals, no
-//     prologue, no final stores; otherwise one unit, the whole kernel;
+//     final stores; otherwise one unit, the whole kernel. A prologue (a
+//     count a mean divides by) is folded by every range over all points;
 //   - a packed GEMM: rows of C; the function computes the blocks of rows
 //     (its tiling's) that start in its range, each with its epilogue, so any
 //     ranges that cover the rows once cover every block once;

@@ -68,7 +68,8 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   // structure
   void declareGlobal(size_t g) override;
   void beforeLoops() override { hoistInvariantLoads(); }
-  void prologueLoop(const Body& body) override { emitNest(outer_, 0, origin(), body); }
+  // Over every outer point, whatever this call's range (exec/parallel.h).
+  void prologueLoop(const Body& body) override { emitNest(s_.spaces.outer, 0, origin(), body); }
   void mainLoops() override;
   void beginGroup(size_t first, size_t last, const Point& p) override;
   void reduceLoop(const Point& p, size_t first, size_t last, const Body& body) override;

@@ -39,10 +39,15 @@ namespace kfuse::package {
 // loads and scatter-add stores in kernels (a row picked by a run-time
 // index: ONNX Gather and its gradient, exec/kernel_ir.h), which format 6's
 // readers would read as plain ones; older packages ran both as reference
-// ops, which still run.
-inline constexpr uint32_t kFormatVersion = 7;
+// ops, which still run; format 8 splits cpu kernels with a prologue (the
+// count a mean cross-entropy's gradient divides by) across threads, each
+// range folding the prologue over every point (exec/parallel.h), while
+// format 7's code folded it over its range only: an older cpu package with
+// such a kernel is refused.
+inline constexpr uint32_t kFormatVersion = 8;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
+inline constexpr uint32_t kSplitProloguesFormatVersion = 8;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

@@ -285,6 +285,12 @@ Status Package::read() {
                               inside ? "with" : "without", " its epilogue, and this kfuse would run it ",
                               inside ? "after the GEMM" : "inside")));
     }
+    if (meta_.target == "cpu" && meta_.formatVersion < package::kSplitProloguesFormatVersion)
+      for (const kernel::Kernel& k : f.plan->kernels)
+        if (!k.prologue.empty())
+          return fail(Error(str("function @", f.name, ": kernel ", k.name, " was compiled by a kfuse that ran kernels "
+                                "with a prologue on one thread, and this kfuse splits them; compile the model again "
+                                "with this kfuse")));
     if (meta_.target == "cpu")
       for (size_t s = 0; s < f.plan->steps.size(); ++s) {
         const Step& step = f.plan->steps[s];

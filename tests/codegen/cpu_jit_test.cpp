@@ -392,7 +392,8 @@ TEST(CpuJit, RangesGiveTheWholeRunsBits) {
       elementwiseKernel("exp_odd", {4099}, {DType::F32}, DType::F32, [](const std::vector<Scalar>& x) { return exp(x[0]); }),
       elementwiseKernel("tanh_2d", {37, 129}, {DType::F32}, DType::F32,
                         [](const std::vector<Scalar>& x) { return tanh(x[0]) * 0.5; }),
-      softmaxKernel(67, 300, DType::F32), layerNormKernel(45, 97), columnSumKernel(301, 48, DType::F32, DType::F32)};
+      softmaxKernel(67, 300, DType::F32), layerNormKernel(45, 97), columnSumKernel(301, 48, DType::F32, DType::F32),
+      meanLossGradKernel(53, 70)};
   auto compiled = sharedJit().compile(kernels);
   ASSERT_TRUE(compiled) << compiled.error().message();
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -413,6 +414,32 @@ TEST(CpuJit, RangesGiveTheWholeRunsBits) {
 TEST(CpuJit, KernelsWithGlobalsRunAsOneUnit) {
   EXPECT_EQ(kernelWork(meanLossKernel(64, 10)).units, 1);
   EXPECT_EQ(chunksOf(kernelWork(meanLossKernel(64, 10)), 4).size(), 1u);
+}
+
+// A prologue (the count a mean divides by) does not: each range folds it
+// over every row itself. RangesGiveTheWholeRunsBits checks the bits; here,
+// that a range of rows next to ignored ones still divides by the count of
+// all rows, which one range alone could not know.
+TEST(CpuJit, KernelsWithAPrologueSplitAndCountEveryRow) {
+  const int64_t rows = 1024, classes = 16;
+  const Kernel k = meanLossGradKernel(rows, classes);
+  EXPECT_EQ(kernelWork(k).units, rows);
+  EXPECT_EQ(chunksOf(kernelWork(k), 4).size(), 4u);
+  auto compiled = sharedJit().compile(std::span(&k, 1));
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  std::vector<Tensor> buffers = randomBuffers(k, 7);
+  int64_t* labels = buffers[1].as<int64_t>();
+  for (int64_t row = 0; row < rows; ++row) labels[row] = row < 1000 ? -1 : row % classes;  // 24 counted
+  std::vector<void*> args;
+  for (Tensor& t : buffers) args.push_back(t.data());
+  compiled->functions[0](args.data(), 1000, 1001);  // row 1000 alone
+  const float* x = buffers[0].as<float>() + 1000 * classes;
+  double max = *std::max_element(x, x + classes), sum = 0;
+  for (int64_t j = 0; j < classes; ++j) sum += std::exp(x[j] - max);
+  for (int64_t j = 0; j < classes; ++j) {
+    double want = (std::exp(x[j] - max) / sum - (j == labels[1000] ? 1.0 : 0.0)) / 24;
+    EXPECT_NEAR(buffers[2].at(1000 * classes + j), want, 1e-6) << j;
+  }
 }
 
 }  // namespace

@@ -186,6 +186,23 @@ Kernel meanLossKernel(int64_t n, int64_t c) {
   return b.build();
 }
 
+Kernel meanLossGradKernel(int64_t n, int64_t c) {
+  KernelBuilder b("mean_loss_grad", {n}, {c});
+  int x = b.input(DType::F32, {n, c});
+  int labels = b.input(DType::I64, {n});
+  int dx = b.output(DType::F32, {n, c});
+  Scalar logit = b.loadAxes(x, {0, 1});
+  Scalar label = b.loadAxes(labels, {0});
+  Scalar valid = notEqual(label, Scalar::constant(-1, DType::I64));
+  Scalar zero = Scalar::constant(0, DType::F32), one = Scalar::constant(1, DType::F32);
+  Scalar count = b.prologue(Combiner::Sum, select(valid, one, zero));
+  Scalar m = b.reduce(Combiner::Max, logit);
+  Scalar s = b.reduce(Combiner::Sum, exp(logit - m));
+  Scalar onehot = select(equal(Scalar::index(1), label), one, zero);
+  b.storeAxes(dx, {0, 1}, select(valid, (exp(logit - m) / s - onehot) / count, zero));
+  return b.build();
+}
+
 Kernel layerNormKernel(int64_t rows, int64_t cols) {
   KernelBuilder b("layer_norm", {rows}, {cols});
   int x = b.input(DType::F32, {rows, cols});

@@ -74,6 +74,9 @@ Kernel labelLookupKernel(int64_t n, int64_t c);
 // ignored: prologue count, per-row max / sum-exp / picked logit reductions,
 // a global sum of losses, a final store of sum / count.
 Kernel meanLossKernel(int64_t n, int64_t c);
+// Its gradient: (softmax - onehot) / count per row, 0 for ignored rows; a
+// prologue count and element stores, no globals.
+Kernel meanLossGradKernel(int64_t n, int64_t c);
 // Layer norm over the last axis: mean, then variance (reads the mean), then
 // the normalized element store; also stores the mean and rstd per row.
 Kernel layerNormKernel(int64_t rows, int64_t cols);

@@ -220,6 +220,28 @@ TEST(PackageRunner, OlderWholePlaneConvolutionsAreRefused) {
       << old.error().message();
 }
 
+// A mean cross-entropy's gradient divides by a count its kernel folds in a
+// prologue; format 8's code folds it over every row in each thread's range,
+// format 7's over the range only. A format-7 training package with such a
+// kernel is refused; one without (inference) loads.
+TEST(PackageRunner, OlderKernelsWithAProloguesAreRefused) {
+  auto train = compileExample("tests/lit/Inputs/train/tiny.kir", true);
+  const Package& pkg = *train;
+  bool prologue = false;
+  for (const PackageFunction& f : pkg.functions())
+    for (const kernel::Kernel& k : f.plan->kernels) prologue |= !k.prologue.empty();
+  ASSERT_TRUE(prologue);
+  auto old = rewritten(pkg, [](PackageContents&) {}, 7);
+  ASSERT_FALSE(old);
+  EXPECT_NE(old.error().message().find("was compiled by a kfuse that ran kernels with a prologue on one thread"),
+            std::string::npos)
+      << old.error().message();
+  EXPECT_TRUE(rewritten(pkg, [](PackageContents&) {}, 8));
+  auto inference = compileExample("examples/mlp/mlp.kir", false);
+  auto older = rewritten(*inference, [](PackageContents&) {}, 7);
+  EXPECT_TRUE(older) << older.error().message();
+}
+
 // An inference package's GEMMs read packed weights and give what BLAS
 // gives (a package that lists none, as older ones, calls BLAS); a listing
 // that names a step which is no such GEMM is refused.
