@@ -45,8 +45,7 @@ class Evaluator {
   Evaluator(const Kernel& k, std::span<Tensor* const> buffers)
       : k_(k), buffers_(buffers), leaves_(k.firstGlobal() + k.prologue.size() + k.globals.size(), 0.0),
         index_(k.numDims(), 0), rowDependent_(k.loads.size(), false) {
-    for (size_t i = 0; i < k.loads.size(); ++i)
-      for (size_t d = k.outer.size(); d < k.numDims(); ++d) rowDependent_[i] = rowDependent_[i] || loadDependsOn(k, i, d);
+    for (size_t i = 0; i < k.loads.size(); ++i) rowDependent_[i] = loadReadsRow(k, i);
   }
 
   void run() {

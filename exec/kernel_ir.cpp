@@ -59,6 +59,12 @@ bool loadDependsOn(const Kernel& k, size_t i, size_t dim) {
   return reads(*l.gathered->index);
 }
 
+bool loadReadsRow(const Kernel& k, size_t i) {
+  for (size_t d = k.outer.size(); d < k.numDims(); ++d)
+    if (loadDependsOn(k, i, d)) return true;
+  return false;
+}
+
 namespace {
 
 // Names leaves as a reader of the kernel sees them: L3 (load 3), acc1, g0, i2.
@@ -275,9 +281,8 @@ class KernelVerifier {
         fail(str(what, " reads a leaf other than a global"));
       } else if (!global && i >= visibleInputs) {
         fail(str(what, " reads leaf ", i, ", which is not available there"));
-      } else if (i < k_.loads.size() && !rowDependent) {
-        for (size_t d = k_.outer.size(); d < k_.numDims(); ++d)
-          if (loadDependsOn(k_, i, d)) fail(str(what, " reads load ", i, ", which depends on the row"));
+      } else if (i < k_.loads.size() && !rowDependent && loadReadsRow(k_, i)) {
+        fail(str(what, " reads load ", i, ", which depends on the row"));
       }
     };
     walk(*e);

@@ -138,6 +138,9 @@ bool scatters(const Kernel& k);
 // through its map, or through its gathered index (which reads other loads
 // and indices).
 bool loadDependsOn(const Kernel& k, size_t i, size_t dim);
+// Whether load `i` depends on some reduce dim: it reads another element at
+// each point of a row, rather than one per outer point.
+bool loadReadsRow(const Kernel& k, size_t i);
 
 // Human-readable text of a kernel (kfuse opt --print-kernels).
 std::string printKernel(const Kernel& k);

@@ -15,13 +15,16 @@ const ScalarNode* findSame(const ScalarNode& root, const ScalarNode& target) {
   return nullptr;
 }
 
-// Whether `root` reads a load (an Input leaf below `firstAccumulator`)
-// anywhere but inside an expression equal to `kept`.
-bool readsLoads(const ScalarNode& root, const ScalarNode& kept, size_t firstAccumulator) {
+// Whether `root` reads a load that moves along the row anywhere but inside
+// an expression equal to `kept`. Row-invariant loads (a sample's label, a
+// scalar) are read once per row, and a buffer read so cannot be in place
+// under the row's elements (exec/plan.h: in place needs equal sizes).
+bool readsRowLoads(const Kernel& k, const ScalarNode& root, const ScalarNode& kept) {
   if (sameExpr(root, kept)) return false;
-  if (root.op == ScalarOp::Input && static_cast<size_t>(root.input) < firstAccumulator) return true;
+  if (root.op == ScalarOp::Input && static_cast<size_t>(root.input) < k.firstAccumulator())
+    return loadReadsRow(k, static_cast<size_t>(root.input));
   for (const ScalarRef& a : root.args)
-    if (readsLoads(*a, kept, firstAccumulator)) return true;
+    if (readsRowLoads(k, *a, kept)) return true;
   return false;
 }
 
@@ -38,7 +41,7 @@ bool sameExpr(const ScalarNode& a, const ScalarNode& b) {
 }
 
 std::optional<KeptSum> findKeptSum(const Kernel& k) {
-  if (k.reduce.empty() || k.reductions.empty() || k.stores.size() != 1 || !k.globals.empty() || !k.prologue.empty())
+  if (k.reduce.empty() || k.reductions.empty() || k.stores.size() != 1 || !k.globals.empty())
     return std::nullopt;
   const Store& store = k.stores[0];
   const DType storage = k.buffers[static_cast<size_t>(store.buffer)].type.dtype;
@@ -51,7 +54,7 @@ std::optional<KeptSum> findKeptSum(const Kernel& k) {
     if (red.combiner != Combiner::Sum || red.value->type != storage) continue;
     const ScalarNode* inStore = findSame(*store.value, *red.value);
     // A bare load is read again as cheaply as it would be kept.
-    if (!inStore || inStore->op == ScalarOp::Input || readsLoads(*store.value, *red.value, k.firstAccumulator()))
+    if (!inStore || inStore->op == ScalarOp::Input || readsRowLoads(k, *store.value, *red.value))
       continue;
     return KeptSum{r, 0, inStore};
   }

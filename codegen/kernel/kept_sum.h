@@ -21,10 +21,12 @@ struct KeptSum {
 // Only where nothing can read the output's memory between the sum's write
 // and the store: the kernel has reduce dims, one store (Element scope,
 // moving with every reduce dim of extent above 1: an element per reduce
-// point), no globals, and the store reads no load but through the kept
+// point), no globals (a prologue, folded before any row, may be there), and
+// the store reads no load that moves along the row but through the kept
 // value (so an output written in place over an input replaces each element
 // after that input's last read); the output's storage is the value's own
-// type, so keeping it rounds nothing.
+// type, so keeping it rounds nothing. A cross-entropy's gradient qualifies:
+// besides exp(x - max) it reads only the row's label and the scalar dloss.
 std::optional<KeptSum> findKeptSum(const Kernel& k);
 
 // Whether two expressions compute the same (equal ops, types, constants and

@@ -301,15 +301,10 @@ class KernelReader {
   // the interpreter follows must stay inside their buffers.
   void checkMaps() const {
     bool outerEmpty = k_.outerPoints() == 0, rowEmpty = k_.reducePoints() == 0;
-    auto rowDependent = [&](size_t load) {
-      for (size_t d = k_.outer.size(); d < k_.numDims(); ++d)
-        if (kernel::loadDependsOn(k_, load, d)) return true;
-      return false;
-    };
     for (size_t i = 0; i < k_.loads.size(); ++i) {
       const kernel::Load& l = k_.loads[i];
       const Wide rows = l.gathered ? Wide(l.gathered->stride) * (l.gathered->size - 1) : 0;
-      checkMap(l.map, l.buffer, str("load ", i), !outerEmpty && !(rowEmpty && rowDependent(i)), rows);
+      checkMap(l.map, l.buffer, str("load ", i), !outerEmpty && !(rowEmpty && kernel::loadReadsRow(k_, i)), rows);
     }
     for (size_t i = 0; i < k_.stores.size(); ++i) {
       const kernel::Store& s = k_.stores[i];

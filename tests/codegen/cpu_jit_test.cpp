@@ -216,6 +216,18 @@ TEST(CpuJit, SoftmaxKeepsTheExponentialsItSums) {
   EXPECT_FALSE(kernel::findKeptSum(b.build()));
 
   EXPECT_TRUE(matchesInterpreter(softmax, Tolerance{1e-6, 1e-7}, 3, {-10, 10}));
+
+  // A cross-entropy's gradient keeps them too: its store also reads the
+  // row's label, a load that does not move along the row, and a prologue
+  // count, folded before any row.
+  Kernel lossGrad = meanLossGradKernel(37, 300);
+  auto keptGrad = kernel::findKeptSum(lossGrad);
+  ASSERT_TRUE(keptGrad);
+  EXPECT_EQ(keptGrad->inStore->op, ScalarOp::Exp);
+  std::vector<Tensor> gradBuffers = randomBuffers(lossGrad, 5, {-10, 10});
+  for (int64_t row = 0; row < 37; ++row) gradBuffers[1].as<int64_t>()[row] = row % 3 == 0 ? -1 : row * 7 % 300;
+  EXPECT_TRUE(matchesInterpreter(lossGrad, gradBuffers, Tolerance{1e-6, 1e-8}));
+
   auto compiled = sharedJit().compile(std::span(&softmax, 1));
   ASSERT_TRUE(compiled) << compiled.error().message();
   std::vector<Tensor> buffers = randomBuffers(softmax, 4, {-10, 10});
