@@ -104,20 +104,27 @@ Im2colSplit im2colSplit(const ConvSpec& c) {
 }
 
 GemmSplit blasGemmSplit(const GemmSpec& g) {
-  // Blocks of at least 128 columns (a multiple of 32), and only for
-  // products of 8 MFLOP or more: a smaller one repacks A more than it gains.
-  constexpr int64_t kLeastColumns = 128, kColumnMultiple = 32;
+  // Blocks of at least 128 columns (a multiple of 32), or else of at least
+  // 64 rows (a multiple of 16), and only for products of 8 MFLOP or more: a
+  // smaller one repacks its operands more than it gains.
+  constexpr int64_t kLeastColumns = 128, kColumnMultiple = 32, kLeastRows = 64, kRowMultiple = 16;
   constexpr double kLeastFlops = 8e6;
   GemmSplit s;
   s.columns = g.n;
   const int64_t matrices = numElements(g.batch);
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-  if (matrices >= kIm2colMinUnits || flops < kLeastFlops || g.n < 2 * kLeastColumns) return s;
+  if (matrices >= kIm2colMinUnits || flops < kLeastFlops) return s;
   const int64_t want = (kIm2colMinUnits + matrices - 1) / std::max<int64_t>(matrices, 1);
-  int64_t columns = (g.n + want - 1) / want;
-  columns = std::max(kLeastColumns, (columns + kColumnMultiple - 1) / kColumnMultiple * kColumnMultiple);
-  s.columns = columns;
-  s.blocks = (g.n + columns - 1) / columns;
+  auto block = [&](int64_t extent, int64_t least, int64_t multiple) {
+    return std::max(least, ((extent + want - 1) / want + multiple - 1) / multiple * multiple);
+  };
+  if (g.n >= 2 * kLeastColumns) {
+    s.columns = block(g.n, kLeastColumns, kColumnMultiple);
+    s.blocks = (g.n + s.columns - 1) / s.columns;
+  } else if (g.m >= 2 * kLeastRows) {
+    s.rows = block(g.m, kLeastRows, kRowMultiple);
+    s.blocks = (g.m + s.rows - 1) / s.rows;
+  }
   return s;
 }
 

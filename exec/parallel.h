@@ -95,11 +95,14 @@ int64_t im2colWorkspaceRows(const ConvSpec& c, int64_t images);
 // cut, when the matrices are fewer than kIm2colMinUnits and the product is
 // large, into blocks of `columns` columns of C (B's columns, or rows when
 // transposed), so that one large GEMM (a language model's head, a training
-// step's linear layers) spreads over threads. Each unit is one BLAS call of
-// a fixed shape: OpenBLAS's result for a column may depend on which
-// columns it is computed with, never on the calls around it.
+// step's linear layers) spreads over threads; where C has too few columns
+// to cut (a narrow model's linear layers, 128 wide), into blocks of `rows`
+// rows of C instead (A's rows, or columns when transposed). Each unit is
+// one BLAS call of a fixed shape: OpenBLAS's result for an element may
+// depend on which rows and columns it is computed with, never on the calls
+// around it.
 struct GemmSplit {
-  int64_t columns = 0, blocks = 1;
+  int64_t columns = 0, rows = 0, blocks = 1;  // rows > 0: blocks of rows, each `columns` (all) wide
 };
 GemmSplit blasGemmSplit(const GemmSpec& g);
 Work blasGemmWork(const GemmSpec& g);

@@ -181,15 +181,15 @@ namespace {
 using Pointers = std::vector<std::byte*>;
 
 // A GEMM step splits by matrices and, where they are few, by blocks of
-// columns (exec/parallel.h's blasGemmSplit), each unit one BLAS call on one
+// columns or rows (exec/parallel.h's blasGemmSplit), each unit one BLAS call on one
 // thread (runtime/blas.h says why).
 void gemm(const Blas& blas, int threads, const GemmSpec& g, DType dt, const Pointers& ptr) {
   // BLAS rejects leading dimensions below 1, even for empty matrices.
   auto ld = [](int64_t d) { return static_cast<int>(std::max<int64_t>(d, 1)); };
   int lda = ld(g.transA ? g.m : g.k), ldb = ld(g.transB ? g.k : g.n), ldc = ld(g.n);
   auto ta = g.transA ? CblasTrans : CblasNoTrans, tb = g.transB ? CblasTrans : CblasNoTrans;
-  auto m = static_cast<int>(g.m), k = static_cast<int>(g.k);
-  if (m == 0 || g.n == 0) return;
+  auto k = static_cast<int>(g.k);
+  if (g.m == 0 || g.n == 0) return;
   // Matrix bi's offsets: its batch index, decomposed row-major.
   auto offsets = [&](int64_t bi) {
     int64_t ao = 0, bo = 0, co = 0;
@@ -202,15 +202,20 @@ void gemm(const Blas& blas, int threads, const GemmSpec& g, DType dt, const Poin
     }
     return std::array<int64_t, 3>{ao, bo, co};
   };
-  // Unit u: matrix u / blocks, columns of C [j0, j0 + width) (exec/parallel.h's
-  // blasGemmSplit): B's columns from j0, or its rows when transposed.
+  // Unit u: matrix u / blocks, and of it (exec/parallel.h's blasGemmSplit)
+  // either columns of C [j0, j0 + width), B's columns from j0 (its rows when
+  // transposed), or rows of C [i0, i0 + m), A's rows from i0 (its columns
+  // when transposed).
   const GemmSplit split = blasGemmSplit(g);
   auto one = [&](int64_t u) {
     auto [ao, bo, co] = offsets(u / split.blocks);
-    const int64_t j0 = u % split.blocks * split.columns;
+    const int64_t block = u % split.blocks;
+    const int64_t j0 = split.rows ? 0 : block * split.columns, i0 = split.rows ? block * split.rows : 0;
     const int width = static_cast<int>(std::min<int64_t>(split.columns, g.n - j0));
+    const int m = static_cast<int>(split.rows ? std::min<int64_t>(split.rows, g.m - i0) : g.m);
     bo += g.transB ? j0 * ldb : j0;
-    co += j0;
+    ao += g.transA ? i0 : i0 * lda;
+    co += j0 + i0 * ldc;
     if (dt == DType::F32) {
       auto* a = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.a)]) + ao;
       auto* b = reinterpret_cast<const float*>(ptr[static_cast<size_t>(g.b)]) + bo;

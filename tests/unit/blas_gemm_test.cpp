@@ -1,6 +1,7 @@
 // GEMM steps that run through BLAS (B not constant) split into blocks of
-// columns when their matrices are few (exec/parallel.h's blasGemmSplit):
-// plain, transposed B, a batch of two, f64. On the cpu target each must
+// columns, or of rows where C is narrow, when their matrices are few
+// (exec/parallel.h's blasGemmSplit): plain, transposed B, a batch of two,
+// f64, narrow C with A plain and transposed. On the cpu target each must
 // match the interpreter and give the same bits on 1, 2 and 3 threads.
 #include <gtest/gtest.h>
 
@@ -53,6 +54,20 @@ const Case kCases[] = {
     return %c
   }
 })"},
+    // A narrow model's linear layer (128 wide): blocks of rows, the last
+    // one shorter.
+    {"narrow", R"(module @m {
+  func @main(%a: f32[600,128], %b: f32[128,128]) -> (f32[600,128]) {
+    %c = matmul %a, %b : f32[600,128]
+    return %c
+  }
+})"},
+    {"narrow_transposed_a", R"(module @m {
+  func @main(%a: f32[96,520], %b: f32[96,100]) -> (f32[520,100]) {
+    %c = matmul %a, %b {transpose_a = true} : f32[520,100]
+    return %c
+  }
+})"},
 };
 
 class BlasGemm : public testing::TestWithParam<Case> {};
@@ -69,11 +84,12 @@ TEST_P(BlasGemm, SplitsIntoColumnBlocksWithTheSameBitsOnEveryThreadCount) {
 
   // The case really splits.
   const Shape& a = fn.arguments()[0]->type().shape;
+  const Shape& c = want->outputs[0].type().shape;
   GemmSpec g;
   g.batch = Shape(a.begin(), a.end() - 2);
-  g.m = a[a.size() - 2];
-  g.k = a.back();
-  g.n = want->outputs[0].type().shape.back();
+  g.m = c[c.size() - 2];
+  g.k = a[a.size() - 2] + a.back() - g.m;  // whichever of A's dims is not C's rows
+  g.n = c.back();
   EXPECT_GT(blasGemmSplit(g).blocks, 1);
 
   std::vector<Tensor> outputs;
@@ -103,6 +119,25 @@ TEST(BlasGemmSplit, KeepsSmallProductsAndManyMatricesWhole) {
   g.batch = {8};  // eight matrices share the threads already
   EXPECT_EQ(blasGemmSplit(g).blocks, 1);
   EXPECT_EQ(blasGemmWork(g).units, 8);
+}
+
+// C too narrow to cut into columns: rows instead, in blocks of at least 64
+// (a multiple of 16), the same blocks whatever the thread count.
+TEST(BlasGemmSplit, CutsNarrowProductsIntoRows) {
+  GemmSpec g;
+  g.m = 512, g.n = 128, g.k = 128;  // GPT-tiny's projections: 16.8 MFLOP
+  GemmSplit s = blasGemmSplit(g);
+  EXPECT_EQ(s.columns, 128);
+  EXPECT_EQ(s.rows, 128);
+  EXPECT_EQ(s.blocks, 4);
+  g.m = 600;
+  s = blasGemmSplit(g);
+  EXPECT_EQ(s.rows, 160);
+  EXPECT_EQ(s.blocks, 4);
+  g.m = 100, g.k = 1024;  // too few rows for two blocks
+  EXPECT_EQ(blasGemmSplit(g).blocks, 1);
+  g.m = 512, g.n = 64, g.k = 64;  // 4 MFLOP: whole
+  EXPECT_EQ(blasGemmSplit(g).blocks, 1);
 }
 
 }  // namespace
