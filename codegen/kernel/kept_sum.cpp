@@ -18,7 +18,8 @@ const ScalarNode* findSame(const ScalarNode& root, const ScalarNode& target) {
 // Whether `root` reads a load that moves along the row anywhere but inside
 // an expression equal to `kept`. Row-invariant loads (a sample's label, a
 // scalar) are read once per row, and a buffer read so cannot be in place
-// under the row's elements (exec/plan.h: in place needs equal sizes).
+// under the row's elements (codegen/plan/inplace.h: in place needs equal
+// sizes and one map for the load and the store).
 bool readsRowLoads(const Kernel& k, const ScalarNode& root, const ScalarNode& kept) {
   if (sameExpr(root, kept)) return false;
   if (root.op == ScalarOp::Input && static_cast<size_t>(root.input) < k.firstAccumulator())

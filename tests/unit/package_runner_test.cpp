@@ -224,7 +224,7 @@ TEST(PackageRunner, OlderWholePlaneConvolutionsAreRefused) {
 // prologue; format 8's code folds it over every row in each thread's range,
 // format 7's over the range only. A format-7 training package with such a
 // kernel is refused; one without (inference) loads.
-TEST(PackageRunner, OlderKernelsWithAProloguesAreRefused) {
+TEST(PackageRunner, OlderKernelsWithAPrologueAreRefused) {
   auto train = compileExample("tests/lit/Inputs/train/tiny.kir", true);
   const Package& pkg = *train;
   bool prologue = false;
