@@ -21,7 +21,13 @@ namespace kfuse::cpu {
 enum class OptLevel : uint8_t { O0, O1, O2, O3 };
 
 struct CompileOptions {
-  OptLevel optLevel = OptLevel::O3;
+  // O2, not O3: both vectorise (loops and SLP), and no kernel measured ran
+  // slower at O2 (the generated kernels of MobileNetV2's training step,
+  // GPT-tiny's, BERT's and GPT-2's inference), while O3's extra unrolling
+  // and loop passes took a quarter to two fifths more LLVM time, most of a
+  // training step's first compile (MobileNetV2's 51 batch-norm kernels: 6.9
+  // s of CPU at O3, 3.9 at O2). bench/README.md, "Kernels at O2".
+  OptLevel optLevel = OptLevel::O2;
   // Return the optimised module's text (kfuse's kernel dumps, tests that
   // check what the vectorizer did).
   bool keepOptimizedIR = false;

@@ -9,7 +9,7 @@
 // Each compile() call is one batch, linked into its own JITDylib, so batches
 // never clash on kernel names. Each distinct generated function of the batch
 // is its own object file, named after a hash of its code (not the kernel's
-// name), compiled (O3 by default) on one thread per CPU this process may
+// name), compiled (O2 by default: compile.h) on one thread per CPU this process may
 // use, or taken from the on-disk cache (object_cache.h) when an earlier run
 // compiled the same code for the same CPU with the same kfuse. Functions
 // alike share one object: a 12-layer transformer's layers compile once.

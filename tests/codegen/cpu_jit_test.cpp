@@ -321,7 +321,7 @@ TEST(CpuJit, CompileTimeOfThirtySmallKernels) {
   double ms = msSince(start);
   ASSERT_TRUE(compiled) << compiled.error().message();
   EXPECT_EQ(compiled->functions.size(), kernels.size());
-  std::printf("[ perf ] %zu kernels in one module: %.1f ms at O3\n", kernels.size(), ms);
+  std::printf("[ perf ] %zu kernels in one module: %.1f ms\n", kernels.size(), ms);
   for (size_t i = 0; i < kernels.size(); i += 7)
     EXPECT_TRUE(compiledMatchesInterpreter(kernels[i], compiled->functions[i], Tolerance{1e-4, 1e-5}, i));
 }
