@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <regex>
 #include <thread>
 
 #include <llvm/IR/LLVMContext.h>
@@ -189,6 +190,25 @@ TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
   runCompiled(softmax, compiled->functions[0], first);
   runCompiled(softmax, compiled->functions[0], second);
   EXPECT_TRUE(outputsMatch(softmax, first, second, Tolerance::exact()));
+}
+
+// A long row reduction's loop is vectorised with several accumulators, and
+// its vector loop is then left rolled (the emitter's followup metadata):
+// LLVM unrolled it up to 16 times over, a batch norm's statistics becoming
+// 1900 lines of IR per kernel and 100-300 ms of compile time each, for no
+// speed. With the loop itself marked unroll.disable instead, the
+// vectorizer kept one accumulator, and the sums ran slower.
+TEST(CpuJit, LongRowReductionsInterleaveButStayRolled) {
+  Kernel norm = layerNormKernel(16, 1024);
+  std::string ir = optimizedIR(norm);
+  EXPECT_FALSE(std::regex_search(ir, std::regex(R"(%wide\.load[0-9]*\.[0-9]+ = )")))
+      << "a vector loop was unrolled:\n" << ir;
+  // Two reductions (the mean, the variance), each with at least two vector
+  // accumulators: every x86 level interleaves by 2 or more.
+  const std::regex phi(R"(= phi <[0-9]+ x float>)");
+  const auto phis = std::distance(std::sregex_iterator(ir.begin(), ir.end(), phi), std::sregex_iterator());
+  EXPECT_GE(phis, 4) << ir;
+  EXPECT_TRUE(matchesInterpreter(norm, Tolerance{1e-5, 1e-6}, 3));
 }
 
 // Softmax's element store recomputes the exponentials its sum added up; the
