@@ -155,32 +155,46 @@ struct Depthwise {
   }
 
   // dw[ch] = for each tap, the sum over images and output pixels of dy
-  // times the input the tap read: a partial sum per output column (over the
-  // images and rows, in order), then the columns' in order. One running sum
-  // ran scalar (a float sum cannot be reordered); the columns' partial sums
-  // vectorise along the row.
+  // times the input the tap read: a partial sum per tap and output column
+  // (over the images and rows, in order), then each tap's columns in order.
+  // One running sum ran scalar (a float sum cannot be reordered); the
+  // columns' partial sums vectorise along the row. The taps share one walk
+  // over the images' rows, so a dy row and the input rows under it are read
+  // from L1 by every tap: a walk per tap read the channel's planes from L2
+  // once per tap. Each partial sum adds the same terms in the same order
+  // either way.
   void gradWeight(const T* dy, const T* x, T* dw, int64_t ch) const {
     thread_local std::vector<T> partial;
-    for (int64_t ky = 0; ky < c.kh; ++ky)
-      for (int64_t kx = 0; kx < c.kw; ++kx) {
-        partial.assign(static_cast<size_t>(c.ow), T(0));
-        T* __restrict acc = partial.data();
-        for (int64_t n = 0; n < c.n; ++n) {
-          const T* g = dy + (n * c.c + ch) * outPlane;
-          const T* in = x + (n * c.c + ch) * plane;
-          forTapRows(ky, kx, 0, c.oh, [&](int64_t oy, int64_t iy, int64_t lo, int64_t hi, int64_t ix) {
-            const T* __restrict src = in + iy * c.wd + ix - lo * c.strideW;
-            const T* __restrict row = g + oy * c.ow;
+    partial.assign(static_cast<size_t>(taps * c.ow), T(0));
+    thread_local std::vector<std::pair<int64_t, int64_t>> columns;  // per kx: [lo, hi) of ox
+    columns.resize(static_cast<size_t>(c.kw));
+    for (int64_t kx = 0; kx < c.kw; ++kx) columns[static_cast<size_t>(kx)] = validOutputColumns(c, kx * c.dilW - c.padLeft);
+    for (int64_t n = 0; n < c.n; ++n) {
+      const T* g = dy + (n * c.c + ch) * outPlane;
+      const T* in = x + (n * c.c + ch) * plane;
+      for (int64_t oy = 0; oy < c.oh; ++oy) {
+        const T* __restrict row = g + oy * c.ow;
+        for (int64_t ky = 0; ky < c.kh; ++ky) {
+          const int64_t iy = oy * c.strideH - c.padTop + ky * c.dilH;
+          if (iy < 0 || iy >= c.h) continue;
+          for (int64_t kx = 0; kx < c.kw; ++kx) {
+            const auto [lo, hi] = columns[static_cast<size_t>(kx)];
+            T* __restrict acc = partial.data() + (ky * c.kw + kx) * c.ow;
+            const T* __restrict src = in + iy * c.wd + kx * c.dilW - c.padLeft;
             if (c.strideW == 1)
               for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += row[ox] * src[ox];
             else
               for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += row[ox] * src[ox * c.strideW];
-          });
+          }
         }
-        T sum = 0;
-        for (int64_t ox = 0; ox < c.ow; ++ox) sum += acc[ox];
-        dw[ch * taps + ky * c.kw + kx] = sum;
       }
+    }
+    for (int64_t t = 0; t < taps; ++t) {
+      const T* acc = partial.data() + t * c.ow;
+      T sum = 0;
+      for (int64_t ox = 0; ox < c.ow; ++ox) sum += acc[ox];
+      dw[ch * taps + t] = sum;
+    }
   }
 
   // Units as exec/parallel.h's im2colConvWork gives them for this spec:
