@@ -164,6 +164,13 @@ struct Depthwise {
   // once per tap. Each partial sum adds the same terms in the same order
   // either way.
   void gradWeight(const T* dy, const T* x, T* dw, int64_t ch) const {
+    if (c.kh == c.kw && c.strideH == c.strideW && c.dilH == 1 && c.dilW == 1) {
+      const int64_t k = c.kh, st = c.strideH;
+      if (k == 3 && st == 1) return gradWeightBlock<3, 1>(dy, x, dw, ch);
+      if (k == 3 && st == 2) return gradWeightBlock<3, 2>(dy, x, dw, ch);
+      if (k == 5 && st == 1) return gradWeightBlock<5, 1>(dy, x, dw, ch);
+      if (k == 5 && st == 2) return gradWeightBlock<5, 2>(dy, x, dw, ch);
+    }
     thread_local std::vector<T> partial;
     partial.assign(static_cast<size_t>(taps * c.ow), T(0));
     thread_local std::vector<std::pair<int64_t, int64_t>> columns;  // per kx: [lo, hi) of ox
@@ -193,6 +200,40 @@ struct Depthwise {
       const T* acc = partial.data() + t * c.ow;
       T sum = 0;
       for (int64_t ox = 0; ox < c.ow; ++ox) sum += acc[ox];
+      dw[ch * taps + t] = sum;
+    }
+  }
+
+  // The common filters (as forwardBlock): each image's plane copied into a
+  // zero-padded block, then one loop per output row does every tap's
+  // multiply-add for each pixel (the taps unrolled). Per tap and column the
+  // terms still come in image and row order; a tap that reads padding adds
+  // dy * 0, which leaves a finite partial sum's bits as they were (they
+  // start at +0, so never become -0). On 4x4 planes, nine loops of four
+  // iterations per row ran at 0.6 GFLOP/s.
+  template <int K, int S>
+  void gradWeightBlock(const T* dy, const T* x, T* dw, int64_t ch) const {
+    const int64_t ow = c.ow, pitch = (ow - 1) * S + K, blockRows = (c.oh - 1) * S + K;
+    thread_local std::vector<T> block, partial;
+    block.assign(static_cast<size_t>(blockRows * pitch), T(0));
+    partial.assign(static_cast<size_t>(K * K * ow), T(0));
+    T* __restrict acc = partial.data();
+    for (int64_t n = 0; n < c.n; ++n) {
+      copyPadded(x + (n * c.c + ch) * plane, c.h, c.wd, c.padTop, c.padLeft, block.data(), blockRows, pitch);
+      const T* g = dy + (n * c.c + ch) * outPlane;
+      for (int64_t oy = 0; oy < c.oh; ++oy) {
+        const T* __restrict row = g + oy * ow;
+        const T* __restrict base = block.data() + oy * S * pitch;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const T d = row[ox];
+          for (int ky = 0; ky < K; ++ky)
+            for (int kx = 0; kx < K; ++kx) acc[(ky * K + kx) * ow + ox] += d * base[ky * pitch + ox * S + kx];
+        }
+      }
+    }
+    for (int t = 0; t < K * K; ++t) {
+      T sum = 0;
+      for (int64_t ox = 0; ox < ow; ++ox) sum += acc[t * ow + ox];
       dw[ch * taps + t] = sum;
     }
   }

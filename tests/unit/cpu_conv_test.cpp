@@ -174,6 +174,13 @@ const Case kCases[] = {
     {"dx_nchw_depthwise_5x5_unpadded", spec(D::GradInput, 2, 8, 12, 8, 5, 1, 0, 8)},
     {"dx_nchw_depthwise_pads_past_the_filter", spec(D::GradInput, 1, 8, 9, 8, 3, 1, 3, 8)},
     {"dw_nchw_depthwise_stride2_dilated", spec(D::GradWeight, 3, 8, 17, 8, 3, 2, 2, 8, 2)},
+    // The padded-block path (3x3 and 5x5, stride 1 and 2): small planes, a
+    // plane narrower than the filter's reach, and padding past the filter.
+    {"dw_nchw_depthwise_4x4", spec(D::GradWeight, 16, 24, 4, 24, 3, 1, 1, 24)},
+    {"dw_nchw_depthwise_stride2", spec(D::GradWeight, 3, 8, 15, 8, 3, 2, 1, 8)},
+    {"dw_nchw_depthwise_5x5", spec(D::GradWeight, 2, 8, 9, 8, 5, 1, 2, 8)},
+    {"dw_nchw_depthwise_5x5_stride2_3x3_plane", spec(D::GradWeight, 2, 8, 3, 8, 5, 2, 2, 8)},
+    {"dw_nchw_depthwise_pads_past_the_filter", spec(D::GradWeight, 2, 8, 5, 8, 3, 1, 3, 8)},
     {"dw_nhwc_depthwise", nhwc(spec(D::GradWeight, 2, 16, 10, 16, 3, 1, 1, 16))},
     // ... and of output channels where the inputs are too few (a first layer).
     {"dw_nchw_rgb_output_blocks", spec(D::GradWeight, 2, 3, 20, 64, 7, 2, 3)},
