@@ -208,9 +208,10 @@ struct Depthwise {
   // zero-padded block, then one loop per output row does every tap's
   // multiply-add for each pixel (the taps unrolled). Per tap and column the
   // terms still come in image and row order; a tap that reads padding adds
-  // dy * 0, which leaves a finite partial sum's bits as they were (they
-  // start at +0, so never become -0). On 4x4 planes, nine loops of four
-  // iterations per row ran at 0.6 GFLOP/s.
+  // dy * 0, which leaves the partial sum's bits as they were wherever dy is
+  // finite (sums start at +0, so never become -0; an infinite dy there
+  // makes the tap NaN, where skipping it left the tap as it was). On 4x4
+  // planes, nine loops of four iterations per row ran at 0.6 GFLOP/s.
   template <int K, int S>
   void gradWeightBlock(const T* dy, const T* x, T* dw, int64_t ch) const {
     const int64_t ow = c.ow, pitch = (ow - 1) * S + K, blockRows = (c.oh - 1) * S + K;
