@@ -196,12 +196,7 @@ struct Depthwise {
         }
       }
     }
-    for (int64_t t = 0; t < taps; ++t) {
-      const T* acc = partial.data() + t * c.ow;
-      T sum = 0;
-      for (int64_t ox = 0; ox < c.ow; ++ox) sum += acc[ox];
-      dw[ch * taps + t] = sum;
-    }
+    sumTapColumns(partial.data(), dw + ch * taps);
   }
 
   // The common filters (as forwardBlock): each image's plane copied into a
@@ -232,10 +227,16 @@ struct Depthwise {
         }
       }
     }
-    for (int t = 0; t < K * K; ++t) {
+    sumTapColumns(acc, dw + ch * taps);
+  }
+
+  // dw[t] = the sum of tap t's column partial sums (`partial`, taps x ow),
+  // columns in order.
+  void sumTapColumns(const T* partial, T* dw) const {
+    for (int64_t t = 0; t < taps; ++t) {
       T sum = 0;
-      for (int64_t ox = 0; ox < ow; ++ox) sum += acc[t * ow + ox];
-      dw[ch * taps + t] = sum;
+      for (int64_t ox = 0; ox < c.ow; ++ox) sum += partial[t * c.ow + ox];
+      dw[t] = sum;
     }
   }
 
