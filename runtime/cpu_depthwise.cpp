@@ -10,9 +10,9 @@ namespace kfuse {
 namespace {
 
 // One channel's plane at a time. Forward with the common filters
-// (forwardBlock), and backward to the input at stride 1 (gradInputBlock),
-// each output pixel sums its taps in registers; otherwise one filter tap
-// at a time: each tap adds its weight times a
+// (forwardBlock), and backward to the input (gradInputBlock at stride 1,
+// gradInputPhases at stride 2), each output pixel sums its taps in
+// registers; otherwise one filter tap at a time: each tap adds its weight times a
 // shifted (and, at stride 2, strided) window of the input plane into the
 // output rows it reaches, or the transpose of that. A plane of a MobileNet
 // (7x7 to 112x112) stays in L1 across its taps.
@@ -129,11 +129,81 @@ struct Depthwise {
     }
   }
 
+  // dx at stride S (3x3, 5x5, undilated) as S * S stride-1 correlations,
+  // one per phase of the input pixel: pixel iy = qy * S + ry - padTop takes
+  // the taps ky = ry + S * j, each reading dy row qy - j, and the same along
+  // the row. A row's phases are summed in registers into `phases` (S rows
+  // of qw pixels, vectorised along qx), then interleaved into dx's row. The
+  // per-tap loops this replaces read and wrote the plane once per tap with
+  // stride-S stores. Each pixel adds its taps in (ky, kx) order from +0, as
+  // they did; a tap over the zero border adds w * 0, which leaves the sum's
+  // bits as they were for finite weights.
+  template <int K, int S>
+  void gradInputPhases(const T* dy, const T* w, T* dx, int64_t n) const {
+    constexpr int J = (K + S - 1) / S;  // phase 0's taps along each axis
+    const int64_t qh = (c.h - 1 + c.padTop) / S + 1, qw = (c.wd - 1 + c.padLeft) / S + 1;
+    const int64_t pitch = qw + J - 1, blockRows = qh + J - 1;
+    thread_local std::vector<T> block, phases;
+    block.assign(static_cast<size_t>(blockRows * pitch), T(0));
+    phases.resize(static_cast<size_t>(S * qw));
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      copyPadded(dy + (n * c.c + ch) * outPlane, c.oh, c.ow, J - 1, J - 1, block.data(), blockRows, pitch);
+      const T* wk = w + ch * taps;
+      T* out = dx + (n * c.c + ch) * plane;
+      for (int64_t iy = 0; iy < c.h; ++iy) {
+        const int64_t t = iy + c.padTop;
+        const T* base = block.data() + (t / S + J - 1) * pitch + J - 1;  // dy[t / S, 0]
+        phaseRows<K, S>(static_cast<int>(t % S), std::make_integer_sequence<int, S>{}, base, pitch, wk, phases.data(), qw);
+        interleave<S>(phases.data(), qw, out + iy * c.wd, c.wd, c.padLeft);
+      }
+    }
+  }
+
+  // phases[rx * qw + qx] = the sum over the taps (RY + S j, RX + S l) of
+  // their weight times dy[qy - j, qx - l], `base` pointing at dy[qy, 0].
+  template <int K, int S, int RY, int RX>
+  static void phaseRow(const T* base, int64_t pitch, const T* wk, T* __restrict row, int64_t qw) {
+    for (int64_t qx = 0; qx < qw; ++qx) {
+      T sum = T(0);
+      for (int j = 0; RY + S * j < K; ++j)
+        for (int l = 0; RX + S * l < K; ++l) sum += wk[(RY + S * j) * K + RX + S * l] * base[qx - j * pitch - l];
+      row[qx] = sum;
+    }
+  }
+  template <int K, int S, int... RY>
+  static void phaseRows(int ry, std::integer_sequence<int, RY...>, const T* base, int64_t pitch, const T* wk, T* phases,
+                        int64_t qw) {
+    ((ry == RY ? phaseRowsOf<K, S, RY>(std::make_integer_sequence<int, S>{}, base, pitch, wk, phases, qw) : void()), ...);
+  }
+  template <int K, int S, int RY, int... RX>
+  static void phaseRowsOf(std::integer_sequence<int, RX...>, const T* base, int64_t pitch, const T* wk, T* phases,
+                          int64_t qw) {
+    (phaseRow<K, S, RY, RX>(base, pitch, wk, phases + RX * qw, qw), ...);
+  }
+
+  // out[ix] = phases[(ix + left) % S][(ix + left) / S] for ix in [0, width):
+  // whole groups of S pixels in one loop, the partial groups at the ends
+  // one pixel at a time.
+  template <int S>
+  static void interleave(const T* phases, int64_t qw, T* __restrict out, int64_t width, int64_t left) {
+    auto at = [&](int64_t ix) { return phases[((ix + left) % S) * qw + (ix + left) / S]; };
+    const int64_t q0 = (left + S - 1) / S, q1 = (width + left) / S;  // groups wholly inside
+    int64_t ix = 0;
+    for (; ix < std::min(width, q0 * S - left); ++ix) out[ix] = at(ix);
+    T* o = out + q0 * S - left;
+    for (int64_t q = q0; q < q1; ++q)
+      for (int r = 0; r < S; ++r) o[(q - q0) * S + r] = phases[r * qw + q];
+    for (ix = std::max(ix, q1 * S - left); ix < width; ++ix) out[ix] = at(ix);
+  }
+
   // dx[n] = every tap's weight times dy, added back where the tap read.
   void gradInput(const T* dy, const T* w, T* dx, int64_t n) const {
-    if (c.kh == c.kw && c.strideH == 1 && c.strideW == 1 && c.dilH == 1 && c.dilW == 1) {
-      if (c.kh == 3) return gradInputBlock<3>(dy, w, dx, n);
-      if (c.kh == 5) return gradInputBlock<5>(dy, w, dx, n);
+    if (c.kh == c.kw && c.strideH == c.strideW && c.dilH == 1 && c.dilW == 1) {
+      const int64_t k = c.kh, st = c.strideH;
+      if (k == 3 && st == 1) return gradInputBlock<3>(dy, w, dx, n);
+      if (k == 5 && st == 1) return gradInputBlock<5>(dy, w, dx, n);
+      if (k == 3 && st == 2) return gradInputPhases<3, 2>(dy, w, dx, n);
+      if (k == 5 && st == 2) return gradInputPhases<5, 2>(dy, w, dx, n);
     }
     for (int64_t ch = 0; ch < c.c; ++ch) {
       const T* g = dy + (n * c.c + ch) * outPlane;

@@ -173,6 +173,13 @@ const Case kCases[] = {
     {"dx_nchw_depthwise", spec(D::GradInput, 1, 16, 30, 16, 3, 1, 1, 16)},
     {"dx_nchw_depthwise_5x5_unpadded", spec(D::GradInput, 2, 8, 12, 8, 5, 1, 0, 8)},
     {"dx_nchw_depthwise_pads_past_the_filter", spec(D::GradInput, 1, 8, 9, 8, 3, 1, 3, 8)},
+    // ... at stride 2 as four phases: odd and even planes, 5x5, no padding,
+    // a plane smaller than the filter, padding past it.
+    {"dx_nchw_depthwise_stride2_even_plane", spec(D::GradInput, 2, 8, 16, 8, 3, 2, 1, 8)},
+    {"dx_nchw_depthwise_stride2_unpadded", spec(D::GradInput, 1, 8, 9, 8, 3, 2, 0, 8)},
+    {"dx_nchw_depthwise_5x5_stride2", spec(D::GradInput, 2, 8, 14, 8, 5, 2, 2, 8)},
+    {"dx_nchw_depthwise_5x5_stride2_3x3_plane", spec(D::GradInput, 2, 8, 3, 8, 5, 2, 2, 8)},
+    {"dx_nchw_depthwise_stride2_pads_past_the_filter", spec(D::GradInput, 1, 8, 7, 8, 3, 2, 3, 8)},
     {"dw_nchw_depthwise_stride2_dilated", spec(D::GradWeight, 3, 8, 17, 8, 3, 2, 2, 8, 2)},
     // The padded-block path (3x3 and 5x5, stride 1 and 2): small planes, a
     // plane narrower than the filter's reach, and padding past the filter.
