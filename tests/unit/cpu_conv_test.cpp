@@ -150,6 +150,7 @@ const Case kCases[] = {
     {"fwd_nchw_depthwise", spec(D::Forward, 1, 16, 30, 16, 3, 1, 1, 16), true},
     {"fwd_nchw_small_images", spec(D::Forward, 8, 16, 6, 16, 3, 1, 1), true},
     {"fwd_nhwc_small_images", nhwc(spec(D::Forward, 8, 16, 6, 16, 3, 1, 1)), false},
+    {"fwd_nchw_1x1_small_images", spec(D::Forward, 8, 16, 4, 24, 1, 1, 0), true},
     // Backward to the input: blocks of input channels, OHWI's runs, groups.
     {"dx_nchw_blocks", spec(D::GradInput, 1, 32, 12, 16, 3, 1, 1)},
     {"dx_nhwc_ohwi_stride2_blocks", nhwc(spec(D::GradInput, 2, 24, 13, 8, 3, 2, 1))},
@@ -158,6 +159,9 @@ const Case kCases[] = {
     {"dx_nchw_1x1_blocks", spec(D::GradInput, 1, 16, 9, 8, 1, 1, 0)},
     {"dx_nhwc_1x1_blocks", nhwc(spec(D::GradInput, 1, 16, 9, 8, 1, 1, 0))},
     {"dx_nchw_small_images", spec(D::GradInput, 8, 16, 6, 16, 3, 1, 1)},
+    // 1x1 images side by side too; 5 images in GEMMs of 2, 2 and 1.
+    {"dx_nchw_1x1_small_images", spec(D::GradInput, 8, 16, 4, 24, 1, 1, 0)},
+    {"dx_nchw_1x1_2x2_images_odd_batch", spec(D::GradInput, 5, 32, 2, 64, 1, 1, 0)},
     // Backward to the weights: blocks of input channels over every image.
     {"dw_nchw_blocks", spec(D::GradWeight, 3, 16, 12, 16, 3, 1, 1)},
     {"dw_nhwc_ohwi_blocks", nhwc(spec(D::GradWeight, 2, 32, 11, 8, 3, 2, 1))},
@@ -165,6 +169,8 @@ const Case kCases[] = {
     {"dw_nchw_1x1_blocks", spec(D::GradWeight, 2, 32, 9, 8, 1, 1, 0)},
     {"dw_nhwc_1x1_blocks", nhwc(spec(D::GradWeight, 2, 32, 9, 8, 1, 1, 0))},
     {"dw_nchw_small_images", spec(D::GradWeight, 8, 16, 6, 16, 3, 1, 1)},
+    {"dw_nchw_1x1_small_images", spec(D::GradWeight, 8, 16, 4, 24, 1, 1, 0)},
+    {"dw_nchw_1x1_2x2_images_odd_batch", spec(D::GradWeight, 5, 32, 2, 64, 1, 1, 0)},
     {"dw_nchw_depthwise", spec(D::GradWeight, 4, 16, 10, 16, 3, 1, 1, 16)},
     // Depthwise in NCHW: plane loops (runtime/cpu_depthwise.h).
     {"fwd_nchw_depthwise_stride2", spec(D::Forward, 2, 24, 15, 24, 3, 2, 1, 24), true},
