@@ -256,4 +256,15 @@ conv_grad_case("conv2d_grad_batch8_nhwc_ohwi", (8, 4, 3, 3), (6, 2, 3, 3), group
                ohwi=True)
 conv_grad_case("conv2d_grad_batch8_1x1", (8, 5, 2, 2), (3, 5, 1, 1))
 
+# NCHW depthwise gradients (one input and one output channel per group):
+# runtime/cpu_depthwise.cpp's plane loops, stride 2 by phase, the weight
+# gradient's partial sums a register wide (2 f64 lanes, so odd widths end
+# in a remainder), 5x5 filters.
+conv_grad_case("conv2d_grad_depthwise_stride2_batch3", (3, 6, 9, 10), (6, 1, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1],
+               groups=6)
+conv_grad_case("conv2d_grad_f64_depthwise_stride2", (2, 4, 9, 10), (4, 1, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1],
+               groups=4, dtype=np.float64)
+conv_grad_case("conv2d_grad_f64_depthwise_5x5", (2, 3, 8, 7), (3, 1, 5, 5), pads=[2, 2, 2, 2], groups=3,
+               dtype=np.float64)
+
 print("wrote %d linalg cases" % len(f.names))
