@@ -24,6 +24,20 @@ struct Depthwise {
 
   explicit Depthwise(const ConvSpec& s) : c(s), plane(s.h * s.wd), outPlane(s.oh * s.ow), taps(s.kh * s.kw) {}
 
+  // The lanes of one 128-bit register, which every x86-64 CPU has: 3x3
+  // taps' partial sums fit in its 16 registers.
+  static constexpr int kLanes = 16 / sizeof(T);
+  typedef T Lanes __attribute__((vector_size(16)));
+  template <int S>
+  static Lanes lanesAt(const T* p) {
+    Lanes v;
+    if constexpr (S == 1)
+      std::memcpy(&v, p, sizeof v);
+    else
+      for (int i = 0; i < kLanes; ++i) v[i] = p[i * S];
+    return v;
+  }
+
   // Calls f(oy, iy, ox0, ox1, ixOfOx0) for every output row in [oy0, oy1)
   // and tap (ky, kx) whose input row is inside the image.
   template <typename F>
@@ -73,16 +87,76 @@ struct Depthwise {
   // and tap, ran at a fifth of this.
   template <int K, int S>
   void forwardBlock(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
-    const int64_t pitch = (c.ow - 1) * S + K, rows = oy1 - oy0, blockRows = (rows - 1) * S + K;
+    blockChannels<K, S>(
+        c.h, c.wd, c.padTop - oy0 * S, c.padLeft, oy1 - oy0, c.ow, [&](int64_t ch) { return x + (n * c.c + ch) * plane; },
+        [&](int64_t ch, T* wk) { std::copy(w + ch * taps, w + ch * taps + K * K, wk); }, bias,
+        [&](int64_t ch) { return y + (n * c.c + ch) * outPlane + oy0 * c.ow; });
+  }
+
+  // Every channel's block convolution: channel ch's `srcRows` x `srcWidth`
+  // plane src(ch) copied into a zero-padded block at (top, left), then
+  // dst(ch)[r, ox] = bias + the sum of its K * K taps (weights(ch, wk) gives
+  // them in the order they add) over rows x width outputs (sumTaps). Planes
+  // narrower than a register (2x2 and 3x3 in f32: MobileNetV2's last
+  // blocks) go kLanes channels at a time, a channel per lane, so that a tap
+  // is one vector multiply-add where it was kLanes scalar ones: per lane the
+  // same sum in the same order, so the same bits.
+  template <int K, int S, typename Src, typename Weights, typename Dst>
+  void blockChannels(int64_t srcRows, int64_t srcWidth, int64_t top, int64_t left, int64_t rows, int64_t width, Src src,
+                     Weights weights, const T* bias, Dst dst) const {
+    const int64_t pitch = (width - 1) * S + K, blockRows = (rows - 1) * S + K;
+    int64_t ch = 0;
+    if (width < kLanes) {
+      // (A vector of Lanes would drop the vector attribute: GCC ignores
+      // attributes on template arguments.)
+      struct alignas(sizeof(Lanes)) Slot {
+        T lane[kLanes];
+      };
+      thread_local std::vector<Slot> slots;
+      slots.assign(static_cast<size_t>(blockRows * pitch), Slot{});
+      Lanes* lanes = reinterpret_cast<Lanes*>(slots.data());
+      for (; ch + kLanes <= c.c; ch += kLanes) {
+        Lanes wk[K * K], b{};
+        for (int l = 0; l < kLanes; ++l) {
+          copyPaddedLane(src(ch + l), srcRows, srcWidth, top, left, lanes, l, blockRows, pitch);
+          T one[K * K];
+          weights(ch + l, one);
+          for (int t = 0; t < K * K; ++t) wk[t][l] = one[t];
+          b[l] = bias ? bias[ch + l] : T(0);
+        }
+        sumTapsByLane<K, S>(lanes, pitch, wk, b, rows, width, [&](int l) { return dst(ch + l); });
+      }
+    }
     thread_local std::vector<T> block;
     block.assign(static_cast<size_t>(blockRows * pitch), T(0));
-    for (int64_t ch = 0; ch < c.c; ++ch) {
-      copyPadded(x + (n * c.c + ch) * plane, c.h, c.wd, c.padTop - oy0 * S, c.padLeft, block.data(), blockRows, pitch);
+    for (; ch < c.c; ++ch) {
+      copyPadded(src(ch), srcRows, srcWidth, top, left, block.data(), blockRows, pitch);
       T wk[K * K];
-      std::copy(w + ch * taps, w + ch * taps + K * K, wk);
-      sumTaps<K, S>(block.data(), pitch, wk, bias ? bias[ch] : T(0), y + (n * c.c + ch) * outPlane + oy0 * c.ow, rows,
-                    c.ow);
+      weights(ch, wk);
+      sumTaps<K, S>(block.data(), pitch, wk, bias ? bias[ch] : T(0), dst(ch), rows, width);
     }
+  }
+
+  // copyPadded into lane l of a block of Lanes.
+  static void copyPaddedLane(const T* plane, int64_t rows, int64_t width, int64_t top, int64_t left, Lanes* block, int l,
+                             int64_t blockRows, int64_t pitch) {
+    const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, width + left);
+    for (int64_t r = std::max<int64_t>(top, 0); r < std::min(blockRows, rows + top); ++r)
+      for (int64_t q = from; q < to; ++q) block[r * pitch + q][l] = plane[(r - top) * width + q - left];
+  }
+
+  // sumTaps for kLanes channels at once, lane l's outputs at out(l).
+  template <int K, int S, typename Out>
+  static void sumTapsByLane(const Lanes* block, int64_t pitch, const Lanes* wk, Lanes b, int64_t rows, int64_t width,
+                            Out out) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t ox = 0; ox < width; ++ox) {
+        const Lanes* base = block + r * S * pitch + ox * S;
+        Lanes sum = b;
+        for (int ky = 0; ky < K; ++ky)
+          for (int kx = 0; kx < K; ++kx) sum += wk[ky * K + kx] * base[ky * pitch + kx];
+        for (int l = 0; l < kLanes; ++l) out(l)[r * width + ox] = sum[l];
+      }
   }
 
   // block[r, q] = plane[r - top, q - left] (`rows` x `width`) where that
@@ -118,16 +192,12 @@ struct Depthwise {
   // row r and column q holding dy[r - (K-1-padTop), q - (K-1-padLeft)].
   template <int K>
   void gradInputBlock(const T* dy, const T* w, T* dx, int64_t n) const {
-    const int64_t pitch = c.wd + K - 1, blockRows = c.h + K - 1;
-    thread_local std::vector<T> block;
-    block.assign(static_cast<size_t>(blockRows * pitch), T(0));
-    for (int64_t ch = 0; ch < c.c; ++ch) {
-      copyPadded(dy + (n * c.c + ch) * outPlane, c.oh, c.ow, K - 1 - c.padTop, K - 1 - c.padLeft, block.data(),
-                 blockRows, pitch);
-      T wk[K * K];
-      for (int a = 0; a < K * K; ++a) wk[a] = w[ch * taps + K * K - 1 - a];
-      sumTaps<K, 1>(block.data(), pitch, wk, T(0), dx + (n * c.c + ch) * plane, c.h, c.wd);
-    }
+    blockChannels<K, 1>(
+        c.oh, c.ow, K - 1 - c.padTop, K - 1 - c.padLeft, c.h, c.wd, [&](int64_t ch) { return dy + (n * c.c + ch) * outPlane; },
+        [&](int64_t ch, T* wk) {
+          for (int a = 0; a < K * K; ++a) wk[a] = w[ch * taps + K * K - 1 - a];
+        },
+        nullptr, [&](int64_t ch) { return dx + (n * c.c + ch) * plane; });
   }
 
   // dx at stride S (3x3, 5x5, undilated) as S * S stride-1 correlations,
@@ -303,20 +373,6 @@ struct Depthwise {
       }
     }
     sumTapColumns(acc, dw + ch * taps);
-  }
-
-  // The lanes of one 128-bit register, which every x86-64 CPU has: 3x3
-  // taps' partial sums fit in its 16 registers.
-  static constexpr int kLanes = 16 / sizeof(T);
-  typedef T Lanes __attribute__((vector_size(16)));
-  template <int S>
-  static Lanes lanesAt(const T* p) {
-    Lanes v;
-    if constexpr (S == 1)
-      std::memcpy(&v, p, sizeof v);
-    else
-      for (int i = 0; i < kLanes; ++i) v[i] = p[i * S];
-    return v;
   }
 
   // acc[t * ow + i] += the sum over the image's rows oy of dy[oy, i] times
