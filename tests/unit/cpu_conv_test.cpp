@@ -175,12 +175,14 @@ const Case kCases[] = {
     // Depthwise in NCHW: plane loops (runtime/cpu_depthwise.h).
     {"fwd_nchw_depthwise_stride2", spec(D::Forward, 2, 24, 15, 24, 3, 2, 1, 24), true},
     {"fwd_nchw_depthwise_5x5_dilated", spec(D::Forward, 1, 8, 40, 8, 5, 1, 4, 8, 2), false},
-    // Planes narrower than a register: four f32 channels at a time, one per
+    // Planes no wider than a register: four f32 channels at a time, one per
     // lane, and the channels left over one at a time.
     {"fwd_nchw_depthwise_2x2_planes", spec(D::Forward, 2, 10, 2, 10, 3, 1, 1, 10), true},
     {"fwd_nchw_depthwise_stride2_3_wide", spec(D::Forward, 2, 9, 5, 9, 3, 2, 1, 9), true},
     {"fwd_nchw_depthwise_5x5_3x3_planes", spec(D::Forward, 1, 8, 3, 8, 5, 1, 2, 8), false},
     {"dx_nchw_depthwise_2x2_planes", spec(D::GradInput, 2, 10, 2, 10, 3, 1, 1, 10)},
+    {"fwd_nchw_depthwise_4x4_planes", spec(D::Forward, 2, 6, 4, 6, 3, 1, 1, 6), true},
+    {"dx_nchw_depthwise_4x4_planes", spec(D::GradInput, 2, 6, 4, 6, 3, 1, 1, 6)},
     {"dx_nchw_depthwise_5x5_3x3_planes", spec(D::GradInput, 1, 7, 3, 7, 5, 1, 2, 7)},
     {"dx_nchw_depthwise_stride2", spec(D::GradInput, 2, 24, 15, 24, 3, 2, 1, 24)},
     {"dx_nchw_depthwise", spec(D::GradInput, 1, 16, 30, 16, 3, 1, 1, 16)},
