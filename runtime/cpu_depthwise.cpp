@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,24 @@ struct Depthwise {
     return v;
   }
 
+  // The filters every direction has a padded-block form for: square 3x3
+  // or 5x5, stride 1 or 2 both ways, undilated. Calls f(K, S) with both as
+  // std::integral_constant and returns true for those; false otherwise.
+  template <typename F>
+  bool commonFilter(F f) const {
+    if (c.kh != c.kw || c.strideH != c.strideW || c.dilH != 1 || c.dilW != 1) return false;
+    using I3 = std::integral_constant<int, 3>;
+    using I5 = std::integral_constant<int, 5>;
+    using I1 = std::integral_constant<int, 1>;
+    using I2 = std::integral_constant<int, 2>;
+    const int64_t k = c.kh, st = c.strideH;
+    if (k == 3 && st == 1) return f(I3{}, I1{}), true;
+    if (k == 3 && st == 2) return f(I3{}, I2{}), true;
+    if (k == 5 && st == 1) return f(I5{}, I1{}), true;
+    if (k == 5 && st == 2) return f(I5{}, I2{}), true;
+    return false;
+  }
+
   // Calls f(oy, iy, ox0, ox1, ixOfOx0) for every output row in [oy0, oy1)
   // and tap (ky, kx) whose input row is inside the image.
   template <typename F>
@@ -53,13 +72,7 @@ struct Depthwise {
 
   // y[n, ch, oy0:oy1, :] = bias + sum over taps, taps in (ky, kx) order.
   void forward(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
-    if (c.kh == c.kw && c.strideH == c.strideW && c.dilH == 1 && c.dilW == 1) {
-      const int64_t k = c.kh, st = c.strideH;
-      if (k == 3 && st == 1) return forwardBlock<3, 1>(x, w, bias, y, n, oy0, oy1);
-      if (k == 3 && st == 2) return forwardBlock<3, 2>(x, w, bias, y, n, oy0, oy1);
-      if (k == 5 && st == 1) return forwardBlock<5, 1>(x, w, bias, y, n, oy0, oy1);
-      if (k == 5 && st == 2) return forwardBlock<5, 2>(x, w, bias, y, n, oy0, oy1);
-    }
+    if (commonFilter([&](auto k, auto s) { forwardBlock<k, s>(x, w, bias, y, n, oy0, oy1); })) return;
     for (int64_t ch = 0; ch < c.c; ++ch) {
       const T* in = x + (n * c.c + ch) * plane;
       T* out = y + (n * c.c + ch) * outPlane;
@@ -270,13 +283,13 @@ struct Depthwise {
 
   // dx[n] = every tap's weight times dy, added back where the tap read.
   void gradInput(const T* dy, const T* w, T* dx, int64_t n) const {
-    if (c.kh == c.kw && c.strideH == c.strideW && c.dilH == 1 && c.dilW == 1) {
-      const int64_t k = c.kh, st = c.strideH;
-      if (k == 3 && st == 1) return gradInputBlock<3>(dy, w, dx, n);
-      if (k == 5 && st == 1) return gradInputBlock<5>(dy, w, dx, n);
-      if (k == 3 && st == 2) return gradInputPhases<3, 2>(dy, w, dx, n);
-      if (k == 5 && st == 2) return gradInputPhases<5, 2>(dy, w, dx, n);
-    }
+    const bool common = commonFilter([&](auto k, auto s) {
+      if constexpr (s == 1)
+        gradInputBlock<k>(dy, w, dx, n);
+      else
+        gradInputPhases<k, s>(dy, w, dx, n);
+    });
+    if (common) return;
     for (int64_t ch = 0; ch < c.c; ++ch) {
       const T* g = dy + (n * c.c + ch) * outPlane;
       T* in = dx + (n * c.c + ch) * plane;
@@ -306,13 +319,7 @@ struct Depthwise {
   // once per tap. Each partial sum adds the same terms in the same order
   // either way.
   void gradWeight(const T* dy, const T* x, T* dw, int64_t ch) const {
-    if (c.kh == c.kw && c.strideH == c.strideW && c.dilH == 1 && c.dilW == 1) {
-      const int64_t k = c.kh, st = c.strideH;
-      if (k == 3 && st == 1) return gradWeightBlock<3, 1>(dy, x, dw, ch);
-      if (k == 3 && st == 2) return gradWeightBlock<3, 2>(dy, x, dw, ch);
-      if (k == 5 && st == 1) return gradWeightBlock<5, 1>(dy, x, dw, ch);
-      if (k == 5 && st == 2) return gradWeightBlock<5, 2>(dy, x, dw, ch);
-    }
+    if (commonFilter([&](auto k, auto s) { gradWeightBlock<k, s>(dy, x, dw, ch); })) return;
     thread_local std::vector<T> partial;
     partial.assign(static_cast<size_t>(taps * c.ow), T(0));
     thread_local std::vector<std::pair<int64_t, int64_t>> columns;  // per kx: [lo, hi) of ox
