@@ -25,8 +25,8 @@ struct Depthwise {
 
   explicit Depthwise(const ConvSpec& s) : c(s), plane(s.h * s.wd), outPlane(s.oh * s.ow), taps(s.kh * s.kw) {}
 
-  // The lanes of one 128-bit register, which every x86-64 CPU has: 3x3
-  // taps' partial sums fit in its 16 registers.
+  // The lanes of one 128-bit register, which every x86-64 CPU has (a 3x3
+  // filter's nine partial sums or weights fit in its 16 registers).
   static constexpr int kLanes = 16 / sizeof(T);
   typedef T Lanes __attribute__((vector_size(16)));
   template <int S>
@@ -121,18 +121,16 @@ struct Depthwise {
     const int64_t pitch = (width - 1) * S + K, blockRows = (rows - 1) * S + K;
     int64_t ch = 0;
     if (width <= kLanes) {
-      // (A vector of Lanes would drop the vector attribute: GCC ignores
-      // attributes on template arguments.)
-      struct alignas(sizeof(Lanes)) Slot {
-        T lane[kLanes];
-      };
-      thread_local std::vector<Slot> slots;
-      slots.assign(static_cast<size_t>(blockRows * pitch), Slot{});
-      Lanes* lanes = reinterpret_cast<Lanes*>(slots.data());
+      // Held as T (a vector of Lanes would drop the vector attribute: GCC
+      // ignores attributes on template arguments) and read as Lanes, which
+      // GCC lets alias T; operator new aligns it to 16 bytes, a Lanes'.
+      thread_local std::vector<T> interleaved;
+      interleaved.assign(static_cast<size_t>(blockRows * pitch * kLanes), T(0));
+      const Lanes* lanes = reinterpret_cast<const Lanes*>(interleaved.data());
       for (; ch + kLanes <= c.c; ch += kLanes) {
         Lanes wk[K * K], b{};
         for (int l = 0; l < kLanes; ++l) {
-          copyPaddedLane(src(ch + l), srcRows, srcWidth, top, left, lanes, l, blockRows, pitch);
+          copyPadded(src(ch + l), srcRows, srcWidth, top, left, interleaved.data(), blockRows, pitch, kLanes, l);
           T one[K * K];
           weights(ch + l, one);
           for (int t = 0; t < K * K; ++t) wk[t][l] = one[t];
@@ -141,6 +139,7 @@ struct Depthwise {
         sumTapsByLane<K, S>(lanes, pitch, wk, b, rows, width, [&](int l) { return dst(ch + l); });
       }
     }
+    if (ch == c.c) return;
     thread_local std::vector<T> block;
     block.assign(static_cast<size_t>(blockRows * pitch), T(0));
     for (; ch < c.c; ++ch) {
@@ -149,14 +148,6 @@ struct Depthwise {
       weights(ch, wk);
       sumTaps<K, S>(block.data(), pitch, wk, bias ? bias[ch] : T(0), dst(ch), rows, width);
     }
-  }
-
-  // copyPadded into lane l of a block of Lanes.
-  static void copyPaddedLane(const T* plane, int64_t rows, int64_t width, int64_t top, int64_t left, Lanes* block, int l,
-                             int64_t blockRows, int64_t pitch) {
-    const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, width + left);
-    for (int64_t r = std::max<int64_t>(top, 0); r < std::min(blockRows, rows + top); ++r)
-      for (int64_t q = from; q < to; ++q) block[r * pitch + q][l] = plane[(r - top) * width + q - left];
   }
 
   // sumTaps for kLanes channels at once, lane l's outputs at out(l).
@@ -176,12 +167,20 @@ struct Depthwise {
   // block[r, q] = plane[r - top, q - left] (`rows` x `width`) where that
   // lies inside the plane. The rest of the block is left as it is: zero,
   // the same for every channel, since the same positions fall outside.
+  // With `lanes` > 1 the block interleaves that many channels' blocks
+  // (blockChannels) and this writes lane `lane` of each position.
   static void copyPadded(const T* plane, int64_t rows, int64_t width, int64_t top, int64_t left, T* block,
-                         int64_t blockRows, int64_t pitch) {
+                         int64_t blockRows, int64_t pitch, int lanes = 1, int lane = 0) {
     const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, width + left);
     if (from >= to) return;
-    for (int64_t r = std::max<int64_t>(top, 0); r < std::min(blockRows, rows + top); ++r)
-      std::copy(plane + (r - top) * width + from - left, plane + (r - top) * width + to - left, block + r * pitch + from);
+    for (int64_t r = std::max<int64_t>(top, 0); r < std::min(blockRows, rows + top); ++r) {
+      const T* src = plane + (r - top) * width - left;
+      if (lanes == 1) {
+        std::copy(src + from, src + to, block + r * pitch + from);
+        continue;
+      }
+      for (int64_t q = from; q < to; ++q) block[(r * pitch + q) * lanes + lane] = src[q];
+    }
   }
 
   // out[r, ox] = b + sum over taps of wk[ky, kx] * block[r * S + ky, ox * S + kx],
