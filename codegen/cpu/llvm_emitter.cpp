@@ -75,8 +75,9 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   void reduceLoop(const Point& p, size_t first, size_t last, const Body& body) override;
   void endGroup(size_t first, size_t last) override;
   void afterReducePoint(Site& site, size_t first, size_t last) override;
+  // Its iterations touch disjoint memory, as a kept sum's do (reduceLoop).
   void elementLoop(const Point& p, const Body& body) override {
-    if (!s_.spaces.reduce.empty()) emitNest(s_.spaces.reduce, 0, p, body, s_.spaces.reduce.dims.size());
+    if (!s_.spaces.reduce.empty()) emitNest(s_.spaces.reduce, 0, p, body, 0);
   }
   void beforeElementStores(Site& site) override;
   void rowLevel(const Point& p, const Body& body) override { body(p); }
@@ -94,8 +95,9 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   // Loops over space.dims[level..]; dims from `parallelFrom` on belong to
   // the outer space (their iterations touch disjoint elements).
   void emitNest(const kernel::Space& space, size_t level, const Point& at, const Body& body, size_t parallelFrom = 0);
-  bool storesMoveWith(const kernel::SpaceDim& dim) const;
-  bool storesRunAlong(const kernel::SpaceDim& dim) const;
+  bool storesMoveWith(const kernel::Space& space, const kernel::SpaceDim& dim) const;
+  bool storesRunAlong(const kernel::Space& space, const kernel::SpaceDim& dim) const;
+  bool storedIn(const kernel::Space& space, size_t s) const;
   void tagBufferAccesses();
   void hoistInvariantLoads();
   bool columnOrder() const;
@@ -331,12 +333,19 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
   // that vector loop 16 times over (a batch norm's statistics over
   // [16,32,32]: 1900 lines of IR per kernel, a hundred milliseconds of
   // compile time each, for no speed).
-  const bool innermost = level + 1 == space.dims.size();
-  const Unroll unroll = !innermost                 ? (space.dims.back().extent >= kLongLoop ? Unroll::Never : Unroll::Free)
-                        : level >= parallelFrom   ? (storesRunAlong(dim) ? Unroll::Never : Unroll::Free)
+  //
+  // A row kernel's outer loops hold its reduce loops, whose innermost loop is
+  // the nest's: with that one long, they stay rolled too (a layer norm's rows
+  // were unrolled 4 times around its three vector loops once its element
+  // loop was parallel).
+  const bool holdsReduce = &space == &outer_ && !s_.spaces.reduce.dims.empty();
+  const kernel::SpaceDim& last = holdsReduce ? s_.spaces.reduce.dims.back() : space.dims.back();
+  const bool innermost = !holdsReduce && level + 1 == space.dims.size();
+  const Unroll unroll = !innermost                 ? (last.extent >= kLongLoop ? Unroll::Never : Unroll::Free)
+                        : level >= parallelFrom   ? (storesRunAlong(space, dim) ? Unroll::Never : Unroll::Free)
                         : dim.extent >= kLongLoop ? Unroll::NotVectorised
                                                   : Unroll::Free;
-  emitLoop(dim.extent, name, level >= parallelFrom && storesMoveWith(dim), [&](Value* iv) {
+  emitLoop(dim.extent, name, level >= parallelFrom && storesMoveWith(space, dim), [&](Value* iv) {
     Point inner = at;
     for (size_t a = 0; a < inner.offsets.size(); ++a) {
       int64_t stride = dim.strides[a];
@@ -357,19 +366,38 @@ void KernelEmitter::emitNest(const kernel::Space& space, size_t level, const Poi
 // place, element for element, which each point reads before it writes
 // (docs/memory.md). Without this, Adam's update (4 loads, 3 stores, each
 // output over its input) ran scalar: LLVM's runtime checks gave up.
-bool KernelEmitter::storesMoveWith(const kernel::SpaceDim& dim) const {
-  for (size_t s = 0; s < k_.stores.size(); ++s)
-    if (dim.strides[k_.loads.size() + s] == 0) return false;
+//
+// A reduce-space loop (the element pass, or a pass keeping a sum) is held
+// to the same rule over the stores made inside it, its element stores: row
+// and final stores come after it. Counting them, a batch norm's element
+// pass (its output and ReLU6's masks) ran scalar; a scatter-add, whose rows
+// may meet, keeps it sequential.
+bool KernelEmitter::storesMoveWith(const kernel::Space& space, const kernel::SpaceDim& dim) const {
+  for (size_t s = 0; s < k_.stores.size(); ++s) {
+    if (!storedIn(space, s)) continue;
+    if (dim.strides[k_.loads.size() + s] == 0 || (&space == &s_.spaces.reduce && k_.stores[s].accumulate))
+      return false;
+  }
   return true;
 }
 
-// Whether every store walks memory contiguously along `dim` (stride 1), and
-// the loop is long enough to fill a vector.
-bool KernelEmitter::storesRunAlong(const kernel::SpaceDim& dim) const {
-  if (k_.stores.empty() || dim.extent < kLongLoop) return false;
-  for (size_t s = 0; s < k_.stores.size(); ++s)
+// Whether every store made in `space` walks memory contiguously along
+// `dim` (stride 1), and the loop is long enough to fill a vector.
+bool KernelEmitter::storesRunAlong(const kernel::Space& space, const kernel::SpaceDim& dim) const {
+  if (dim.extent < kLongLoop) return false;
+  bool any = false;
+  for (size_t s = 0; s < k_.stores.size(); ++s) {
+    if (!storedIn(space, s)) continue;
     if (dim.strides[k_.loads.size() + s] != 1) return false;
-  return true;
+    any = true;
+  }
+  return any;
+}
+
+// Whether store `s` is made inside loops over `space`: every store inside
+// the outer space's, only element stores inside the reduce space's.
+bool KernelEmitter::storedIn(const kernel::Space& space, size_t s) const {
+  return &space != &s_.spaces.reduce || k_.stores[s].scope == kernel::StoreScope::Element;
 }
 
 // The accesses a parallel loop's metadata covers: every load and store of a
