@@ -19,6 +19,16 @@
 //                                                         a class token, the
 //                                                         positions embedding
 //   gather_grad of such indices                        -> pad of dy with zeros
+//   transpose(matmul(a, b)) swapping two axes,
+//   the product used nowhere else                      -> matmul(b, a), the
+//                                                         transpose flags
+//                                                         swapped and flipped
+//   reduce_sum over axis 0 of matmul(a, b) with
+//   transpose_a, a [n, t, m] and b [n, t, k], the
+//   product used nowhere else                          -> matmul of a and b
+//                                                         reshaped to [n*t, m]
+//                                                         and [n*t, k]: one
+//                                                         product n*t deep
 //   matmul(a, transpose(w)) swapping w's two axes, w a
 //   parameter or constant (a weight, an LM head tied to
 //   its embedding)                                     -> matmul(a, w) with
@@ -83,6 +93,7 @@ class Canonicalizer {
     if (op == Op::Pow) return powBySmallInteger(n);
     if (op == Op::Transpose) return rewriteTranspose(n);
     if (op == Op::Matmul) return foldWeightTranspose(n);
+    if (op == Op::ReduceSum) return stackBatchedProducts(n);
     if (op == Op::Gather || op == Op::GatherGrad) return gatherOfRun(n);
     if (op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Flatten) return replaceWithReshape(n, operand(0));
     if (op == Op::Reshape && producedBy(operand(0), Op::Reshape))
@@ -150,6 +161,7 @@ class Canonicalizer {
     for (size_t i = 0; i < q.size(); ++i) identity &= q[i] == static_cast<int64_t>(i);
     if (identity) return forward(n, n->operand(0));
     Node* inner = n->operand(0)->producer();
+    if (inner && inner->is(Op::Matmul)) return transposedProduct(n, q);
     if (!inner || !inner->is(Op::Transpose)) return false;
     // out[i] = mid[q[i]] and mid[j] = x[p[j]], so out[i] = x[p[q[i]]].
     auto innerPerm = ops::resolvePermutation(inner->attr("perm").asInts(), inner->operand(0)->type());
@@ -158,6 +170,65 @@ class Canonicalizer {
     std::vector<int64_t> composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[static_cast<size_t>(q[i])];
     return replaceWithNode(n, Op::Transpose, {inner->operand(0)}, {{"perm", Attribute(composed)}});
+  }
+
+  // The only use of v is `user`: no function result, no other node but
+  // dead ones (a rewrite in this sweep may have left them).
+  static bool onlyUse(const Value* v, const Node* user) {
+    if (v->graphUses() > 0) return false;
+    for (const Use& u : v->uses()) {
+      bool live = false;
+      for (size_t r = 0; r < u.user->numResults(); ++r) live |= u.user->result(r)->hasUses();
+      if (u.user != user && live) return false;
+    }
+    return true;
+  }
+
+  // (A B)^T = B^T A^T: a product read only through the swap of its two axes
+  // is computed swapped, its operands read transposed where they lie. A
+  // weight's gradient (x^T dy) is wanted as the weight lies, [out, in]: the
+  // optimizer update read it through a transpose, a column at a time.
+  bool transposedProduct(Node* n, const std::vector<int64_t>& perm) {
+    Node* mm = n->operand(0)->producer();
+    if (perm != std::vector<int64_t>{1, 0} || !onlyUse(n->operand(0), n)) return false;
+    if (mm->operand(0)->type().rank() != 2 || mm->operand(1)->type().rank() != 2) return false;
+    AttrMap attrs = mm->attrs();
+    attrs["transpose_a"] = Attribute(!mm->attr("transpose_b").asBool());
+    attrs["transpose_b"] = Attribute(!mm->attr("transpose_a").asBool());
+    return replaceWithNode(n, Op::Matmul, {mm->operand(1), mm->operand(0)}, std::move(attrs));  // dce takes mm
+  }
+
+  // The sum over the batch of a batched A^T B (a weight's gradient from
+  // [batch, tokens, features] activations, one product per sequence) is one
+  // product over the sequences stacked, batch x tokens deep. ViT-tiny's
+  // weight gradients were 8 products 17 deep each, then a sum over 8 copies
+  // of the gradient.
+  bool stackBatchedProducts(Node* n) {
+    Node* mm = n->operand(0)->producer();
+    if (!mm || !mm->is(Op::Matmul) || !onlyUse(n->operand(0), n)) return false;
+    if (!mm->attr("transpose_a").asBool() || mm->attr("transpose_b").asBool()) return false;
+    Value* a = mm->operand(0);
+    Value* b = mm->operand(1);
+    const TensorType& ta = a->type();
+    const TensorType& tb = b->type();
+    if (ta.rank() != 3 || tb.rank() != 3 || ta.layout != Layout::Plain || tb.layout != Layout::Plain) return false;
+    if (ta.shape[0] != tb.shape[0] || ta.shape[1] != tb.shape[1]) return false;
+    const std::vector<int64_t>& axes = n->attr("axes").asInts();
+    if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -3)) return false;
+    const int64_t rows = ta.shape[0] * ta.shape[1];
+    auto stacked = [&](Value* v, int64_t columns) -> Value* {
+      auto r = buildNode(g_, Op::Reshape, {v}, {{"shape", Attribute(std::vector<int64_t>{rows, columns})}}, n);
+      if (!r) return nullptr;
+      (*r)->copyProvenance(*mm);
+      return (*r)->result();
+    };
+    Value* sa = stacked(a, ta.shape[2]);
+    Value* sb = stacked(b, tb.shape[2]);
+    if (!sa || !sb) return false;
+    auto product = buildNode(g_, Op::Matmul, {sa, sb}, mm->attrs(), n);
+    if (!product) return false;
+    (*product)->copyProvenance(*mm);
+    return replaceWithReshape(n, (*product)->result());  // dce takes mm
   }
 
   bool splitToSlices(Node* n) {
