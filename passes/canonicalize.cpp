@@ -216,19 +216,23 @@ class Canonicalizer {
     const std::vector<int64_t>& axes = n->attr("axes").asInts();
     if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -3)) return false;
     const int64_t rows = ta.shape[0] * ta.shape[1];
-    auto stacked = [&](Value* v, int64_t columns) -> Value* {
-      auto r = buildNode(g_, Op::Reshape, {v}, {{"shape", Attribute(std::vector<int64_t>{rows, columns})}}, n);
-      if (!r) return nullptr;
-      (*r)->copyProvenance(*mm);
-      return (*r)->result();
+    std::vector<Node*> built;  // erased, last first, if the rewrite does not apply
+    auto add = [&](Op op, const std::vector<Value*>& operands, AttrMap attrs) -> Value* {
+      auto node = buildNode(g_, op, operands, std::move(attrs), n);
+      if (!node) return nullptr;
+      (*node)->copyProvenance(*mm);
+      built.push_back(*node);
+      return (*node)->result();
+    };
+    auto stacked = [&](Value* v, int64_t columns) {
+      return add(Op::Reshape, {v}, {{"shape", Attribute(std::vector<int64_t>{rows, columns})}});
     };
     Value* sa = stacked(a, ta.shape[2]);
-    Value* sb = stacked(b, tb.shape[2]);
-    if (!sa || !sb) return false;
-    auto product = buildNode(g_, Op::Matmul, {sa, sb}, mm->attrs(), n);
-    if (!product) return false;
-    (*product)->copyProvenance(*mm);
-    return replaceWithReshape(n, (*product)->result());  // dce takes mm
+    Value* sb = sa ? stacked(b, tb.shape[2]) : nullptr;
+    Value* product = sb ? add(Op::Matmul, {sa, sb}, mm->attrs()) : nullptr;
+    if (product && replaceWithReshape(n, product)) return true;  // dce takes mm
+    for (auto it = built.rbegin(); it != built.rend(); ++it) g_.eraseNode(*it);
+    return false;
   }
 
   bool splitToSlices(Node* n) {
