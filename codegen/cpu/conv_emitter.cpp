@@ -150,8 +150,9 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
     code_.loop(full, "o", [&](Value* ob) {
       channelBlock(b_.CreateAdd(groupBase, b_.CreateMul(ob, i64(t_.channels))), t_.channels);
     });
-  if (og_ % t_.channels != 0)
-    channelBlock(b_.CreateAdd(groupBase, i64(full * t_.channels)), static_cast<int>(og_ % t_.channels));
+  if (const int64_t rest = og_ % t_.channels; rest != 0)
+    code_.part(static_cast<double>(rest) / static_cast<double>(og_),
+               [&] { channelBlock(b_.CreateAdd(groupBase, i64(full * t_.channels)), static_cast<int>(rest)); });
 }
 
 // Output channels [o0, o0 + channels) at columns `blk` (starting at ox0) of
@@ -238,18 +239,24 @@ void ConvEmitter::runPlanes() {
     paths.emplace_back(b_.GetInsertBlock(), channels);
     b_.CreateBr(latch);
   };
+  // Blocks of `wide` channels from each group's first, then its last `rest`
+  // channels as one block; one channel at a time only where a range of
+  // units starts or ends inside a block (threads' shares).
   const int wide = static_cast<int>(std::min<int64_t>(t_.channels, og_));
-  if (wide > 1) {
-    Value* fits = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(u, i64(wide)), code_.end()),
-                               b_.CreateICmpULE(b_.CreateAdd(b_.CreateURem(o0, i64(og_)), i64(wide)), i64(og_)));
-    auto* block = llvm::BasicBlock::Create(ctx, "channels", fn);
-    auto* single = llvm::BasicBlock::Create(ctx, "channel", fn);
-    b_.CreateCondBr(fits, block, single);
-    b_.SetInsertPoint(block);
-    path(wide);
-    b_.SetInsertPoint(single);
-  }
-  path(1);
+  const int rest = static_cast<int>(og_ % wide);
+  Value* inGroup = b_.CreateURem(o0, i64(og_));
+  auto block = [&](int channels, Value* fits) {
+    auto* taken = llvm::BasicBlock::Create(ctx, str("channels", channels), fn);
+    auto* other = llvm::BasicBlock::Create(ctx, "", fn);
+    b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(u, i64(channels)), code_.end()), fits), taken, other);
+    b_.SetInsertPoint(taken);
+    path(channels);
+    b_.SetInsertPoint(other);
+  };
+  if (wide > 1) block(wide, b_.CreateICmpULE(b_.CreateAdd(inGroup, i64(wide)), i64(og_)));
+  if (rest > 1)
+    code_.part(static_cast<double>(rest) / og_, [&] { block(rest, b_.CreateICmpEQ(inGroup, i64(og_ - rest))); });
+  code_.part(wide > 1 ? 0.0 : 1.0, [&] { path(1); });  // beside blocks, only at the ends of a range
   b_.SetInsertPoint(latch);
   llvm::PHINode* step = b_.CreatePHI(b_.getInt64Ty(), static_cast<unsigned>(paths.size()), "step");
   for (const auto& [bb, channels] : paths) step->addIncoming(i64(channels), bb);
@@ -268,9 +275,15 @@ void ConvEmitter::emitPlanes(Value* n, Value* g, Value* o0, int channels) {
     const int64_t q0 = b * width;
     emitPlaneBlock(n, g, o0, channels, q0, static_cast<int>(std::min<int64_t>(t_.vectors, ceilDiv(pixels - q0, t_.lanes))));
   };
-  for (int64_t b = 0; b < interiorLo_; ++b) edge(b);
-  code_.loop(interiorHi_ - interiorLo_, "block", [&](Value* i) { emitInteriorBlock(n, g, o0, channels, i); });
-  for (int64_t b = std::max(interiorHi_, interiorLo_); b < ceilDiv(pixels, width); ++b) edge(b);
+  const int64_t blocks = ceilDiv(pixels, width), interior = interiorHi_ - interiorLo_;
+  const double edgeShare = static_cast<double>(blocks - interior) / static_cast<double>(blocks);
+  code_.part(edgeShare, [&] {
+    for (int64_t b = 0; b < interiorLo_; ++b) edge(b);
+  });
+  code_.loop(interior, "block", [&](Value* i) { emitInteriorBlock(n, g, o0, channels, i); });
+  code_.part(edgeShare, [&] {
+    for (int64_t b = std::max(interiorHi_, interiorLo_); b < blocks; ++b) edge(b);
+  });
 }
 
 bool ConvEmitter::planeLaneReads(int64_t q, int64_t ky, int64_t kx) const {

@@ -77,7 +77,9 @@ Status GemmEmitter::emitRows() {
   }
   if (const int64_t rest = g_.m % t_.rows; rest > 0 && status) {
     Value* mine = b_.CreateAnd(b_.CreateICmpSLE(first, i64(full)), b_.CreateICmpSGT(last, i64(full)));
-    code_.when(mine, "rest", [&] { status = emitRowBlock(i64(full * t_.rows), static_cast<int>(rest)); });
+    code_.part(static_cast<double>(rest) / static_cast<double>(g_.m), [&] {
+      code_.when(mine, "rest", [&] { status = emitRowBlock(i64(full * t_.rows), static_cast<int>(rest)); });
+    });
   }
   return status;
 }
@@ -117,7 +119,9 @@ Status GemmEmitter::emitPanels() {
 void GemmEmitter::forEachRowBlock(const std::function<void(Value* row0, int rows)>& body) {
   const int64_t full = g_.m / t_.rows;
   code_.loop(full, "i", [&](Value* i) { body(b_.CreateMul(i, i64(t_.rows)), t_.rows); });
-  if (const int64_t rest = g_.m % t_.rows; rest > 0) body(i64(full * t_.rows), static_cast<int>(rest));
+  if (const int64_t rest = g_.m % t_.rows; rest > 0)
+    code_.part(static_cast<double>(rest) / static_cast<double>(g_.m),
+               [&] { body(i64(full * t_.rows), static_cast<int>(rest)); });
 }
 
 // Rows [row0, row0 + rows) of C, then the epilogue over those rows.
@@ -142,7 +146,9 @@ void GemmEmitter::emitColumnBlocks(Value* row0, int rows, int64_t firstBlock) {
   if (const int64_t rest = g_.n - clean * width_; rest > 0) {
     const int64_t col0 = clean * width_;
     const int64_t panelBase = col0 / kPackedPanel * kPackedPanel * g_.k + col0 % kPackedPanel;
-    emitBlock(row0, rows, i64(col0), i64(panelBase), static_cast<int>(ceilDiv(rest, t_.lanes)), col0);
+    code_.part(static_cast<double>(rest) / static_cast<double>(g_.n), [&] {
+      emitBlock(row0, rows, i64(col0), i64(panelBase), static_cast<int>(ceilDiv(rest, t_.lanes)), col0);
+    });
   }
 }
 

@@ -62,9 +62,22 @@ void VectorCode::loop(int64_t count, const char* name, const std::function<void(
   body(iv);
   Value* next = b_.CreateAdd(iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
   auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
-  b_.CreateCondBr(b_.CreateICmpULT(next, i64(count)), header, exit);
+  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpULT(next, i64(count)), header, exit);
+  if (minor_ > 0) {  // a distinct loop ID (its first operand itself) that asks for no unrolling
+    llvm::Metadata* noUnroll = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, noUnroll});
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
   iv->addIncoming(next, b_.GetInsertBlock());
   b_.SetInsertPoint(exit);
+}
+
+void VectorCode::part(double share, const std::function<void()>& body) {
+  const bool minor = share < 1.0 / 8;
+  minor_ += minor;
+  body();
+  minor_ -= minor;
 }
 
 void VectorCode::loopRange(Value* begin, Value* end, const char* name, const std::function<void(Value*)>& body) {

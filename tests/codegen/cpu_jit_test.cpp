@@ -16,6 +16,8 @@
 
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/llvm_emitter.h"
+#include "codegen/cpu/target.h"
+#include "codegen/cpu/vector_code.h"
 #include "exec/index_space.h"
 #include "codegen/kernel/kept_sum.h"
 #include "exec/kernel_eval.h"
@@ -381,6 +383,39 @@ TEST(CpuJit, CompileTimeOfThirtySmallKernels) {
   std::printf("[ perf ] %zu kernels in one module: %.1f ms\n", kernels.size(), ms);
   for (size_t i = 0; i < kernels.size(); i += 7)
     EXPECT_TRUE(compiledMatchesInterpreter(kernels[i], compiled->functions[i], Tolerance{1e-4, 1e-5}, i));
+}
+
+// A generator's minor parts (under an eighth of the work: remainders,
+// edges) keep their loops rolled through the whole pipeline; its main
+// part's loops stay LLVM's to unroll (a loop of eight additions, fully).
+TEST(CpuJit, LoopsOfMinorPartsStayRolled) {
+  const cpu::CpuSubtarget& subtarget = sharedJit().subtarget();
+  auto tm = cpu::createTargetMachine(subtarget.target, /*pic=*/true);
+  ASSERT_TRUE(tm) << tm.error().message();
+  auto optimisedWith = [&](double share) {
+    llvm::LLVMContext ctx;
+    llvm::Module m("parts", ctx);
+    m.setDataLayout((*tm)->createDataLayout());
+    cpu::VectorCode code(m, "sum8", 1);
+    llvm::IRBuilder<>& b = code.b();
+    llvm::Value* x = code.floatBuffer(0, "x");
+    llvm::AllocaInst* acc = code.accumulator();
+    b.CreateStore(llvm::Constant::getNullValue(code.vec()), acc);
+    code.part(share, [&] {
+      code.loop(8, "i", [&](llvm::Value* i) {
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(code.vec(), acc), code.splat(code.loadFloat(x, i))), acc);
+      });
+    });
+    code.store(b.CreateLoad(code.vec(), acc), code.vectorAt(x, code.i64(0)), code.mask([](int64_t) { return true; }));
+    EXPECT_TRUE(code.finish());
+    cpu::optimizeModule(m, **tm, subtarget, cpu::OptLevel::O2);
+    return cpu::printModule(m);
+  };
+  const std::string minor = optimisedWith(0.1), major = optimisedWith(0.125);
+  EXPECT_EQ(count(minor, "fadd"), 1u) << minor;
+  EXPECT_EQ(count(minor, "llvm.loop.unroll.disable"), 1u) << minor;
+  EXPECT_EQ(count(major, "fadd"), 8u) << major;
+  EXPECT_EQ(count(major, "!llvm.loop"), 0u) << major;
 }
 
 TEST(CpuJit, BatchesMayReuseNames) {
