@@ -115,9 +115,11 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubt
   mpm.run(module, mam);
 }
 
-Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
-                                                          llvm::TargetMachine& tm, const CpuSubtarget& subtarget,
-                                                          OptLevel level) {
+namespace {
+
+// The batch's functions in a new module of `ctx` for `tm`, verified.
+Expected<std::unique_ptr<llvm::Module>> emitFunctions(const CodeBatch& batch, llvm::LLVMContext& ctx,
+                                                      llvm::TargetMachine& tm, const CpuSubtarget& subtarget) {
   auto module = std::make_unique<llvm::Module>("kfuse_kernels", ctx);
   module->setTargetTriple(tm.getTargetTriple().str());
   module->setDataLayout(tm.createDataLayout());
@@ -141,35 +143,59 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());
-  // Direct convolutions and packed GEMMs are blocked and vectorised as
-  // emitted: they need their accumulators in registers, their address
-  // arithmetic simplified and hoisted, not loop vectorisation or unrolling,
-  // whose analyses of their straight-line blocks took most of a model's
-  // compile time. A packed GEMM's epilogue is an ordinary kernel, inlined:
-  // it needs the loop vectoriser (at O1 GPT-2's GELU ran as a scalar tanhf
-  // per element, 2.6 of its MLP GEMM's 3.4 ms).
-  const bool handBlocked = batch.kernels.empty() &&
-                           std::none_of(batch.gemms.begin(), batch.gemms.end(),
-                                        [](const PackedGemm& g) { return g.epilogue != nullptr; });
-  optimizeModule(*module, tm, subtarget, handBlocked ? std::min(level, OptLevel::O1) : level);
   return module;
 }
 
+// Direct convolutions and packed GEMMs are blocked and vectorised as
+// emitted: they need their accumulators in registers, their address
+// arithmetic simplified and hoisted, not loop vectorisation or unrolling,
+// whose analyses of their straight-line blocks took most of a model's
+// compile time. A packed GEMM's epilogue is an ordinary kernel, inlined:
+// it needs the loop vectoriser (at O1 GPT-2's GELU ran as a scalar tanhf
+// per element, 2.6 of its MLP GEMM's 3.4 ms).
+bool handBlocked(const CodeBatch& batch) {
+  return batch.kernels.empty() && std::none_of(batch.gemms.begin(), batch.gemms.end(),
+                                               [](const PackedGemm& g) { return g.epilogue != nullptr; });
+}
+
+OptLevel levelFor(bool handBlocked, OptLevel level) { return handBlocked ? std::min(level, OptLevel::O1) : level; }
+
+}  // namespace
+
+Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch, llvm::LLVMContext& ctx,
+                                                          llvm::TargetMachine& tm, const CpuSubtarget& subtarget,
+                                                          OptLevel level) {
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, emitFunctions(batch, ctx, tm, subtarget));
+  optimizeModule(*module, tm, subtarget, levelFor(handBlocked(batch), level));
+  return module;
+}
+
+Expected<EmittedModule> emitModule(const CodeBatch& batch, const CpuSubtarget& subtarget) {
+  EmittedModule out;
+  KF_ASSIGN_OR_RETURN(out.tm, createTargetMachine(subtarget.target, /*pic=*/true));
+  out.ctx = std::make_unique<llvm::LLVMContext>();
+  KF_ASSIGN_OR_RETURN(out.module, emitFunctions(batch, *out.ctx, *out.tm, subtarget));
+  out.handBlocked = handBlocked(batch);
+  return out;
+}
+
 Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuSubtarget& subtarget, const CompileOptions& options) {
-  const CpuTarget& target = subtarget.target;
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, createTargetMachine(target, /*pic=*/true));
-  llvm::LLVMContext ctx;
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module,
-                      buildKernelModule(batch, ctx, *tm, subtarget, options.optLevel));
+  KF_ASSIGN_OR_RETURN(EmittedModule emitted, emitModule(batch, subtarget));
+  return emitObject(std::move(emitted), subtarget, options);
+}
+
+Expected<ObjectCode> emitObject(EmittedModule emitted, const CpuSubtarget& subtarget, const CompileOptions& options) {
+  llvm::Module& module = *emitted.module;
+  llvm::TargetMachine& tm = *emitted.tm;
+  optimizeModule(module, tm, subtarget, levelFor(emitted.handBlocked, options.optLevel));
   ObjectCode out;
-  if (options.keepOptimizedIR) out.optimizedIR = printModule(*module);
+  if (options.keepOptimizedIR) out.optimizedIR = printModule(module);
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager codegen;  // LLVM 14's code generator still runs on the legacy pass manager
-  if (tm->addPassesToEmitFile(codegen, os, nullptr,
-                              options.assembly ? llvm::CGFT_AssemblyFile : llvm::CGFT_ObjectFile))
-    return Error(str("LLVM cannot emit object files for ", target.triple));
-  codegen.run(*module);
+  if (tm.addPassesToEmitFile(codegen, os, nullptr, options.assembly ? llvm::CGFT_AssemblyFile : llvm::CGFT_ObjectFile))
+    return Error(str("LLVM cannot emit object files for ", subtarget.target.triple));
+  codegen.run(module);
   out.bytes.assign(buffer.begin(), buffer.end());
   return out;
 }

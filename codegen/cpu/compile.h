@@ -57,6 +57,17 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch
                                                           llvm::TargetMachine& tm, const CpuSubtarget& subtarget,
                                                           OptLevel level);
 
+// A batch emitted into a module of its own context for its own target
+// machine, verified, not yet optimised: what emitObject compiles, split so
+// that the JIT can compare modules before compiling them (jit.h).
+struct EmittedModule {
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unique_ptr<llvm::Module> module;
+  bool handBlocked = false;  // only direct convolutions and packed GEMMs without epilogues
+};
+Expected<EmittedModule> emitModule(const CodeBatch& batch, const CpuSubtarget& subtarget);
+
 // An object file (ELF on Linux) defining one global function per kernel and
 // direct convolution and packed GEMM, with the ABI of llvm_emitter.h, as position-independent code. It calls libm
 // (erff, expf, ...) and, where the subtarget has vector math, libmvec (_ZGVdN8v_expf, ...),
@@ -67,6 +78,8 @@ struct ObjectCode {
 };
 Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuSubtarget& subtarget,
                                 const CompileOptions& options = {});
+// The same from an emitted module, which it optimises and consumes.
+Expected<ObjectCode> emitObject(EmittedModule emitted, const CpuSubtarget& subtarget, const CompileOptions& options);
 
 // The module's text (as `opt -S` prints it).
 std::string printModule(const llvm::Module& module);

@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -145,49 +147,111 @@ Status checkUniqueNames(const CodeBatch& batch) {
 
 }  // namespace
 
-// Each unit's object file, from the cache or compiled, on one thread per
-// CPU; the first failure in batch order.
-Expected<std::vector<std::string>> CpuJit::objectsOf(const JitUnits& batch, const CompileOptions& options,
-                                                     CompiledKernels& stats) {
-  const std::vector<JitUnits::Unit>& units = batch.units;
-  const CpuTarget& t = subtarget_.target;
-  std::vector<std::optional<Expected<std::string>>> objects(units.size());
-  std::atomic<size_t> next{0}, compiled{0}, hits{0};
+namespace {
+
+// body(i) for i in [0, n) on one thread per CPU (at most n).
+void onEveryCpu(size_t n, const std::function<void(size_t)>& body) {
+  std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < units.size(); i = next++) {
-      std::string key;
-      if (cache_.enabled()) {
-        key = ObjectCache::key({"kfuse cpu object", ObjectCache::codeGeneratorId(), LLVM_VERSION_STRING, t.triple, t.cpu,
-                                t.features, std::to_string(static_cast<int>(options.optLevel)), units[i].description});
-        if (auto cached = cache_.load(key)) {
-          objects[i] = std::move(*cached);
-          ++hits;
-          continue;
-        }
-      }
-      CompileOptions co;
-      co.optLevel = options.optLevel;
-      Expected<ObjectCode> object = emitObject(units[i].batch, subtarget_, co);
-      ++compiled;
-      if (!object) {
-        objects[i] = shownAs(object.error(), units[i]);
-        continue;
-      }
-      if (cache_.enabled()) (void)cache_.store(key, object->bytes);  // an unwritable cache only costs time
-      objects[i] = std::move(object->bytes);
-    }
+    for (size_t i = next++; i < n; i = next++) body(i);
   };
-  size_t n = std::min<size_t>(static_cast<size_t>(availableCpus()), std::max<size_t>(units.size(), 1));
+  const size_t threads = std::min<size_t>(static_cast<size_t>(availableCpus()), std::max<size_t>(n, 1));
   std::vector<std::thread> pool;
-  for (size_t i = 1; i < n; ++i) pool.emplace_back(worker);
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();
   for (std::thread& th : pool) th.join();
-  stats.compiled = compiled;
+}
+
+// A cache entry: the symbol its object defines for the unit, a newline, the
+// object file.
+std::string entryOf(const std::string& symbol, const std::string& object) { return symbol + "\n" + object; }
+std::optional<std::pair<std::string, std::string>> parseEntry(const std::string& entry) {
+  const size_t newline = entry.find('\n');
+  if (newline == std::string::npos || newline == 0) return std::nullopt;
+  return std::pair{entry.substr(0, newline), entry.substr(newline + 1)};
+}
+
+// The emitted module's text with the unit's name (its function's, and its
+// inlined epilogue's) replaced: units whose texts are equal compile to the
+// same code. Training's SGD updates are elementwise over different weight
+// shapes, and the emitted code of an elementwise kernel does not depend on
+// its size (work units are elements): MobileNetV2's 27 compiled as 27.
+std::string codeText(const llvm::Module& module, const std::string& name) {
+  std::string text = printModule(module);
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) text.replace(at, name.size(), "unit");
+  return text;
+}
+
+}  // namespace
+
+// Each unit's symbol and object: from the cache, or emitted, grouped with
+// the batch's other units whose emitted code is the same, and compiled once
+// per group (its first unit's symbol), on one thread per CPU; the first
+// failure in batch order.
+Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptions& options, CompiledKernels& stats) {
+  const std::vector<JitUnits::Unit>& units = batch.units;
+  const CpuTarget& t = subtarget_.target;
+  std::vector<std::string> keys(units.size()), codeKeys(units.size());
+  std::vector<std::optional<std::pair<std::string, std::string>>> found(units.size());  // symbol, object
+  std::vector<std::optional<EmittedModule>> emitted(units.size());
+  std::vector<std::optional<Error>> failed(units.size());
+  std::atomic<size_t> hits{0};
+  onEveryCpu(units.size(), [&](size_t i) {
+    if (cache_.enabled()) {
+      keys[i] = ObjectCache::key({"kfuse cpu object", ObjectCache::codeGeneratorId(), LLVM_VERSION_STRING, t.triple,
+                                  t.cpu, t.features, std::to_string(static_cast<int>(options.optLevel)),
+                                  units[i].description});
+      if (auto entry = cache_.load(keys[i])) {
+        if ((found[i] = parseEntry(*entry))) {
+          ++hits;
+          return;
+        }
+      }
+    }
+    Expected<EmittedModule> m = emitModule(units[i].batch, subtarget_);
+    if (!m) {
+      failed[i] = shownAs(m.error(), units[i]);
+      return;
+    }
+    codeKeys[i] = ObjectCache::key({codeText(*m->module, units[i].name)});
+    emitted[i] = std::move(*m);
+  });
+  // Each emitted unit's group: the first unit of the batch with its code.
+  std::map<std::string, size_t> firstWith;
+  std::vector<size_t> group(units.size()), firsts;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (!emitted[i]) continue;
+    auto [at, fresh] = firstWith.emplace(codeKeys[i], i);
+    group[i] = at->second;
+    if (fresh)
+      firsts.push_back(i);
+    else
+      emitted[i].reset();
+  }
+  std::vector<std::optional<std::string>> objects(units.size());
+  onEveryCpu(firsts.size(), [&](size_t f) {
+    const size_t i = firsts[f];
+    CompileOptions co;
+    co.optLevel = options.optLevel;
+    Expected<ObjectCode> object = emitObject(std::move(*emitted[i]), subtarget_, co);
+    emitted[i].reset();
+    if (!object) {
+      failed[i] = shownAs(object.error(), units[i]);
+      return;
+    }
+    objects[i] = std::move(object->bytes);
+  });
+  stats.compiled = firsts.size();
   stats.cacheHits = hits;
-  std::vector<std::string> out;
-  for (auto& o : objects) {
-    if (!*o) return o->error();
-    out.push_back(std::move(**o));
+  JitObjects out;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (failed[i]) return *failed[i];
+    if (failed[group[i]] && !found[i]) return *failed[group[i]];
+    std::string symbol = found[i] ? found[i]->first : units[group[i]].name;
+    if (!found[i] && cache_.enabled())  // an unwritable cache only costs time
+      (void)cache_.store(keys[i], entryOf(symbol, *objects[group[i]]));
+    if (!out.objects.count(symbol)) out.objects.emplace(symbol, found[i] ? std::move(found[i]->second) : *objects[group[i]]);
+    out.symbols.emplace(units[i].name, std::move(symbol));
   }
   return out;
 }
@@ -197,14 +261,16 @@ Expected<CompiledKernels> CpuJit::compile(const CodeBatch& batch, const CompileO
   KF_RETURN_IF_ERROR(checkUniqueNames(batch));
   std::unique_ptr<JitUnits> units = unitsOf(batch);
   CompiledKernels out;
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> objects, objectsOf(*units, options, out));
+  KF_ASSIGN_OR_RETURN(JitObjects objects, objectsOf(*units, options, out));
   std::lock_guard<std::mutex> lock(mutex_);
   auto dylib = jit_->createJITDylib(str("kfuse_batch_", batches_++));
   if (!dylib) return fromLLVM(dylib.takeError(), "cannot create a JITDylib");
   dylib->addToLinkOrder(jit_->getMainJITDylib());
-  for (size_t i = 0; i < objects.size(); ++i)
-    if (llvm::Error e = jit_->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(objects[i], str("unit", i))))
+  for (const auto& [symbol, object] : objects.objects)
+    if (llvm::Error e = jit_->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(object, symbol)))
       return fromLLVM(std::move(e), "cannot add compiled code");
+  for (auto* names : {&units->names.kernels, &units->names.convs, &units->names.gemms})
+    for (std::string& name : *names) name = objects.symbols.at(name);
   return lookupAll(*dylib, batch, units->names, std::move(out));
 }
 

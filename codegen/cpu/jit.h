@@ -17,6 +17,7 @@
 // stay valid while the CpuJit lives.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -40,13 +41,19 @@ struct FunctionNames {
   std::vector<std::string> kernels, convs, gemms;
 };
 struct JitUnits;  // jit.cpp: a batch's distinct functions
+// Their code: the symbol each one is defined under, and the object file
+// defining each symbol (units whose emitted code is the same share both).
+struct JitObjects {
+  std::map<std::string, std::string> symbols;  // by unit name
+  std::map<std::string, std::string> objects;  // by symbol
+};
 
 struct CompiledKernels {
   std::vector<KernelFn> functions;  // in the order of the kernels compiled
   std::vector<KernelFn> convs;      // in the order of the direct convolutions compiled
   std::vector<KernelFn> gemms;      // in the order of the packed GEMMs compiled
   std::string optimizedIR;          // filled when CompileOptions::keepOptimizedIR
-  size_t compiled = 0;              // distinct functions LLVM compiled
+  size_t compiled = 0;              // functions LLVM compiled: one per distinct emitted code
   size_t cacheHits = 0;             // distinct functions loaded from the object cache
 };
 
@@ -77,8 +84,7 @@ class CpuJit {
   CpuJit(CpuSubtarget subtarget, std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
          std::string cacheDir);
   Expected<CompiledKernels> compileOneModule(const CodeBatch& batch, const CompileOptions& options);
-  Expected<std::vector<std::string>> objectsOf(const JitUnits& units, const CompileOptions& options,
-                                               CompiledKernels& stats);
+  Expected<JitObjects> objectsOf(const JitUnits& units, const CompileOptions& options, CompiledKernels& stats);
   Expected<CompiledKernels> lookupAll(llvm::orc::JITDylib& dylib, const CodeBatch& batch, const FunctionNames& names,
                                       CompiledKernels out);
 

@@ -156,6 +156,36 @@ TEST(ObjectCache, KernelsAlikeCompileOnceWhateverTheirNames) {
   fs::remove_all(dir);
 }
 
+// Kernels whose descriptions differ but whose emitted code is the same (an
+// elementwise update of weights of different shapes: its work units are
+// elements) compile once, and each is cached: a new JIT loads both.
+TEST(ObjectCache, KernelsWithTheSameCodeCompileOnce) {
+  auto update = [](const std::string& name, const Shape& shape) {
+    return elementwiseKernel(name, shape, {DType::F32, DType::F32}, DType::F32,
+                             [](const std::vector<Scalar>& x) { return x[0] - x[1] * 0.01; });
+  };
+  std::vector<Kernel> kernels = {update("conv_weight", {64, 3, 7, 7}), update("fc_weight", {10, 512}),
+                                 layerNormKernel(6, 33)};
+  std::string dir = cpu::ObjectCache::codeGeneratorId().empty() ? "" : scratchDir("same_code");
+  auto jit = cpu::CpuJit::create(cpu::CpuTarget::host(), dir);
+  ASSERT_TRUE(jit);
+  auto compiled = (*jit)->compile(kernels);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_EQ(compiled->compiled, 2u);
+  EXPECT_EQ(compiled->functions[0], compiled->functions[1]);
+  expectCorrect(kernels, *compiled);
+  if (dir.empty()) GTEST_SKIP() << "this binary has no build-id: nothing is cached";
+  EXPECT_EQ(entries(dir).size(), kernels.size());
+  auto again = cpu::CpuJit::create(cpu::CpuTarget::host(), dir);
+  ASSERT_TRUE(again);
+  auto loaded = (*again)->compile(std::span(kernels.data() + 1, 2));  // the second only, and the layer norm
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_EQ(loaded->compiled, 0u);
+  EXPECT_EQ(loaded->cacheHits, 2u);
+  expectCorrect({kernels[1], kernels[2]}, *loaded);
+  fs::remove_all(dir);
+}
+
 TEST(ObjectCache, NoDirectoryMeansNoCache) {
   std::vector<Kernel> kernels = someKernels();
   auto jit = cpu::CpuJit::create(cpu::CpuTarget::host(), "");
