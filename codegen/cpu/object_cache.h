@@ -10,6 +10,8 @@
 // optimisation level, and the function's whole description (its kernel IR,
 // convolution or GEMM spec, tiling, epilogue) with its symbol name, which
 // the JIT derives from that description (jit.h), not from the model's names.
+// What an entry holds is the JIT's: the symbol its object defines (another
+// unit's, when their emitted code was the same) and the object.
 // One file per key, written under a temporary name and renamed into place,
 // so a crash leaves no half-written entry; the file carries the SHA-256 of
 // its payload, and an entry whose length, magic or checksum is wrong is
