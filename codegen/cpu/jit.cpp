@@ -191,7 +191,7 @@ std::string codeText(const llvm::Module& module, const std::string& name) {
 Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptions& options, CompiledKernels& stats) {
   const std::vector<JitUnits::Unit>& units = batch.units;
   const CpuTarget& t = subtarget_.target;
-  std::vector<std::string> keys(units.size()), codeKeys(units.size());
+  std::vector<std::string> keys(units.size()), codes(units.size());
   std::vector<std::optional<std::pair<std::string, std::string>>> found(units.size());  // symbol, object
   std::vector<std::optional<EmittedModule>> emitted(units.size());
   std::vector<std::optional<Error>> failed(units.size());
@@ -213,7 +213,7 @@ Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptio
       failed[i] = shownAs(m.error(), units[i]);
       return;
     }
-    codeKeys[i] = ObjectCache::key({codeText(*m->module, units[i].name)});
+    codes[i] = codeText(*m->module, units[i].name);  // compared whole: no hash to collide
     emitted[i] = std::move(*m);
   });
   // Each emitted unit's group: the first unit of the batch with its code.
@@ -221,7 +221,7 @@ Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptio
   std::vector<size_t> group(units.size()), firsts;
   for (size_t i = 0; i < units.size(); ++i) {
     if (!emitted[i]) continue;
-    auto [at, fresh] = firstWith.emplace(codeKeys[i], i);
+    auto [at, fresh] = firstWith.emplace(std::move(codes[i]), i);
     group[i] = at->second;
     if (fresh)
       firsts.push_back(i);
