@@ -244,13 +244,16 @@ Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptio
   });
   stats.compiled = firsts.size();
   stats.cacheHits = hits;
+  if (cache_.enabled())  // every compiled unit's entry, as the compiles ran: on every CPU
+    onEveryCpu(units.size(), [&](size_t i) {
+      if (!found[i] && !failed[i] && objects[group[i]])  // an unwritable cache only costs time
+        (void)cache_.store(keys[i], entryOf(units[group[i]].name, *objects[group[i]]));
+    });
   JitObjects out;
   for (size_t i = 0; i < units.size(); ++i) {
     if (failed[i]) return *failed[i];
     if (failed[group[i]] && !found[i]) return *failed[group[i]];
     std::string symbol = found[i] ? found[i]->first : units[group[i]].name;
-    if (!found[i] && cache_.enabled())  // an unwritable cache only costs time
-      (void)cache_.store(keys[i], entryOf(symbol, *objects[group[i]]));
     if (!out.objects.count(symbol)) out.objects.emplace(symbol, found[i] ? std::move(found[i]->second) : *objects[group[i]]);
     out.symbols.emplace(units[i].name, std::move(symbol));
   }
