@@ -21,6 +21,7 @@
 #include "exec/index_space.h"
 #include "codegen/kernel/kept_sum.h"
 #include "exec/kernel_eval.h"
+#include "ir/support/strings.h"
 #include "tests/codegen/jit_harness.h"
 #include "tests/codegen/kernel_builder.h"
 
@@ -215,12 +216,9 @@ TEST(CpuJit, LongRowReductionsInterleaveButStayRolled) {
 
 // A training batch norm with ReLU6 (MobileNetV2's), over x[N, C, HW] by
 // channel: statistics, running averages stored per row, and an element pass
-// storing the output and ReLU6's two masks for its gradient. The element
-// pass's iterations write disjoint elements, so it vectorises without alias
-// checks; counting the row stores, it ran scalar (a 96-channel [16, 32x32]
-// layer's pass took 4.2 of its step's 5.2 ms).
-TEST(CpuJit, ElementPassBesideRowStoresIsVectorised) {
-  const int64_t n = 4, c = 8, hw = 64;
+// storing the output and ReLU6's two masks for its gradient.
+namespace {
+Kernel batchNormRelu6(int64_t n, int64_t c, int64_t hw) {
   KernelBuilder b("batch_norm_relu6", {c}, {n, hw});
   int x = b.input(DType::F32, {n, c, hw});
   int gamma = b.input(DType::F32, {c});
@@ -242,12 +240,51 @@ TEST(CpuJit, ElementPassBesideRowStoresIsVectorised) {
   b.storeAxes(below, {1, 0, 2}, normed < 0.0);
   b.storeAxes(meanOut, {0}, b.loadAxes(runningMean, {0}) * 0.9 + mean * 0.1, StoreScope::Row);
   b.storeAxes(varOut, {0}, b.loadAxes(runningVar, {0}) * 0.9 + var * 0.1, StoreScope::Row);
-  Kernel bn = b.build();
+  return b.build();
+}
+}  // namespace
+
+// A batch norm's element pass: its iterations write disjoint elements, so it
+// vectorises without alias checks; counting the row stores, it ran scalar
+// (a 96-channel [16, 32x32] layer's pass took 4.2 of its step's 5.2 ms).
+TEST(CpuJit, ElementPassBesideRowStoresIsVectorised) {
+  Kernel bn = batchNormRelu6(4, 8, 64);
   std::string ir = optimizedIR(bn);
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(store <[0-9]+ x float>)"))) << "the element pass is scalar:\n" << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(store <[0-9]+ x i8>)"))) << "the masks are stored by element:\n"
                                                                            << ir;
   EXPECT_TRUE(matchesInterpreter(bn, Tolerance{1e-5, 1e-6}, 3));
+}
+
+// A batch norm's rows over small planes (MobileNetV2's last layers at 64x64:
+// [16, 2x2] and [16, 4x4] per channel) stay loops, each plane read as whole
+// vectors, and so does the loop over channels around them. LLVM unrolled
+// their short loops whole and vectorised the loop around them across images,
+// as gathers: a kernel took 57-59 ms to compile, and MobileNetV2's first
+// training step spent a third of its time on 51 of them. Optimised,
+// not run, for named CPUs of each vector width (and Zen 3, whose loop
+// buffer lets LLVM unroll loops of up to 512 operations); run on this one.
+TEST(CpuJit, RowsOfSmallPlanesStayLoops) {
+  for (int64_t hw : {4, 16}) {
+    Kernel bn = batchNormRelu6(16, 8, hw);
+    for (const char* cpu : {"x86-64-v2", "haswell", "skylake-avx512", "znver3"}) {
+      SCOPED_TRACE(str(cpu, ", planes of ", hw));
+      const cpu::CpuSubtarget& subtarget = subtargetNamed(cpu);
+      auto tm = cpu::createTargetMachine(subtarget.target, /*pic=*/true);
+      ASSERT_TRUE(tm) << tm.error().message();
+      llvm::LLVMContext ctx;
+      auto m = cpu::buildKernelModule({.kernels = std::span(&bn, 1), .convs = {}}, ctx, **tm, subtarget,
+                                      cpu::OptLevel::O3);
+      ASSERT_TRUE(m) << m.error().message();
+      const std::string ir = cpu::printModule(**m);
+      // x is read as vectors only: the scalar loads are the channel's gamma,
+      // beta and running averages (and the buffer pointers).
+      EXPECT_EQ(count(ir, "load float, float*"), 4u) << ir;
+      // One vector load per pass over x (the loops around them not unrolled).
+      EXPECT_EQ(count(ir, "x float>, <"), 3u) << ir;
+    }
+    EXPECT_TRUE(matchesInterpreter(bn, Tolerance{1e-5, 1e-6}, 3));
+  }
 }
 
 // Softmax's element store recomputes the exponentials its sum added up; the
