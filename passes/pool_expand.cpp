@@ -16,6 +16,10 @@
 //                     kernel per class, reading dy and pick (padded so that
 //                     windows past the edges read 0 and -1) in place;
 //                     interleave assembles the classes (block copies)
+//   avg_pool2d_grad(dy)
+//                  -> share = dy / d; then per residue class, the sum over
+//                     the taps that reach it of slice(share): the same
+//                     classes and interleave
 //
 // The pads are steps of block copies (ir Piece); slices are affine views, so
 // each chain and its readers fuse into one kernel reading the taps in place.
@@ -33,6 +37,7 @@
 // The pass runs after layout selection (it reads NCHW images: plain or
 // tagged nchw; NHWC ones are kept, with a remark) and after autodiff.
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "ir/builder.h"
@@ -53,7 +58,7 @@ Window windowOf(const Node& n) {
   w.kernel = n.attr("kernel").asInts();
   w.strides = n.attr("strides").asInts();
   if (w.strides.empty()) w.strides = w.kernel;
-  w.dilations = n.is(Op::AvgPool2d) ? std::vector<int64_t>{} : n.attr("dilations").asInts();
+  w.dilations = n.is(Op::AvgPool2d) || n.is(Op::AvgPool2dGrad) ? std::vector<int64_t>{} : n.attr("dilations").asInts();
   if (w.dilations.empty()) w.dilations = {1, 1};
   w.pads = n.attr("pads").asInts();
   if (w.pads.empty()) w.pads = {0, 0, 0, 0};
@@ -130,7 +135,7 @@ class Expansion {
     // would be ten thousand nodes, minutes of fusion and compilation.
     if (w_.kernel[0] * w_.kernel[1] > kMaxTaps) return str("a window of ", w_.kernel[0] * w_.kernel[1], " taps (more than ", kMaxTaps, ")");
     Value* y = nullptr;
-    std::string why = n_->is(Op::MaxPool2dGrad) ? maxGrad(y) : forward(y);
+    std::string why = n_->is(Op::MaxPool2dGrad) ? maxGrad(y) : n_->is(Op::AvgPool2dGrad) ? avgGrad(y) : forward(y);
     if (!why.empty()) return fail(why);
     const TensorType& want = n_->result()->type();
     if (y->type().shape != want.shape || y->type().dtype != want.dtype) return fail("the expansion's type differs from the result's");
@@ -182,7 +187,7 @@ class Expansion {
     const TensorType& dyt = dy->type();
     for (const TensorType* t : {&xt, &dyt})
       if (std::string why = nchwImage(*t); !why.empty()) return why;
-    const int64_t kw = w_.kernel[1], tapCount = w_.kernel[0] * w_.kernel[1];
+    const int64_t tapCount = w_.kernel[0] * w_.kernel[1];
     if (tapCount < 2) return "a window of one tap";
     std::vector<Value*> taps;
     if (std::string why = tapsOf(x, dyt.shape, -std::numeric_limits<double>::infinity(), taps); !why.empty()) return why;
@@ -194,30 +199,75 @@ class Expansion {
       if (t + 1 < taps.size()) best = add(Op::Where, {take, taps[t], best}, {});
       if (!pick || !best) return "the picked taps could not be built";
     }
-    const AxisPhases ph[2] = {
-        axisPhases(xt.shape[2], dyt.shape[2], w_.kernel[0], w_.strides[0], w_.dilations[0], w_.pads[0]),
-        axisPhases(xt.shape[3], dyt.shape[3], w_.kernel[1], w_.strides[1], w_.dilations[1], w_.pads[1])};
-    std::vector<int64_t> margins = {0, 0, ph[0].marginLo, ph[1].marginLo, 0, 0, ph[0].marginHi, ph[1].marginHi};
+    const Phases ph = phasesOf(xt, dyt);
     Value *dyp = dy, *pickp = pick;
-    if (margins != std::vector<int64_t>(8, 0)) {
-      dyp = add(Op::Pad, {dy}, {{"pads", Attribute(margins)}});
-      pickp = add(Op::Pad, {pick}, {{"pads", Attribute(margins)}, {"value", Attribute(-1.0)}});
+    if (ph.padded()) {
+      dyp = add(Op::Pad, {dy}, {{"pads", Attribute(ph.margins)}});
+      pickp = add(Op::Pad, {pick}, {{"pads", Attribute(ph.margins)}, {"value", Attribute(-1.0)}});
       if (!dyp || !pickp) return "the padded dy and picks could not be built";
     }
+    return gather(xt, ph, [&](int64_t tap, const AttrMap& at) {
+      Value* mine = add(Op::Equal, {add(Op::Slice, {pickp}, at), scalar(static_cast<double>(tap), xt.dtype)}, {});
+      return add(Op::Where, {mine, add(Op::Slice, {dyp}, at), scalar(0, xt.dtype)}, {});
+    }, dx);
+  }
+
+  // avg_pool2d_grad(dy): dy divided by each window's divisor, then each
+  // residue class of the input's rows and columns sums, over the taps that
+  // reach it, that share of the tap's window (padded with zeros where a
+  // class reads past the windows); interleave assembles the classes. The
+  // classes hold x's rows and columns only, so shares falling on padding
+  // go nowhere, as in the op.
+  std::string avgGrad(Value*& dx) {
+    Value* dy = n_->operand(0);
+    const TensorType& dyt = dy->type();
+    if (std::string why = nchwImage(dyt); !why.empty()) return why;
+    const TensorType xt(dyt.dtype, n_->attr("input_shape").asInts(), dyt.layout);
+    Value* d = add(Op::Constant, {},
+                   {{"value", Attribute(avgDivisors(w_, xt, dyt, n_->attr("count_include_pad").asBool()))}});
+    Value* share = d ? add(Op::Div, {dy, d}, {}) : nullptr;
+    if (!share) return "the division by the windows' divisors could not be built";
+    const Phases ph = phasesOf(xt, dyt);
+    if (ph.padded() && !(share = add(Op::Pad, {share}, {{"pads", Attribute(ph.margins)}})))
+      return "the padded shares could not be built";
+    return gather(xt, ph, [&](int64_t, const AttrMap& at) { return add(Op::Slice, {share}, at); }, dx);
+  }
+
+  // Where each residue class of x's rows and columns (modulo the strides)
+  // reads the windows, and the margins (an ONNX pads list) by which the
+  // per-window maps it reads are padded.
+  struct Phases {
+    AxisPhases axes[2];
+    std::vector<int64_t> margins;
+    bool padded() const { return margins != std::vector<int64_t>(8, 0); }
+  };
+  Phases phasesOf(const TensorType& xt, const TensorType& dyt) const {
+    Phases p{{axisPhases(xt.shape[2], dyt.shape[2], w_.kernel[0], w_.strides[0], w_.dilations[0], w_.pads[0]),
+              axisPhases(xt.shape[3], dyt.shape[3], w_.kernel[1], w_.strides[1], w_.dilations[1], w_.pads[1])},
+             {}};
+    p.margins = {0, 0, p.axes[0].marginLo, p.axes[1].marginLo, 0, 0, p.axes[0].marginHi, p.axes[1].marginHi};
+    return p;
+  }
+
+  // dx of shape xt: each class the sum over the taps that reach it of
+  // term(tap number, the slice of a padded per-window map under that tap),
+  // zeros for a class no tap reaches; the classes interleaved.
+  std::string gather(const TensorType& xt, const Phases& ph,
+                     const std::function<Value*(int64_t tap, const AttrMap& slice)>& term, Value*& dx) {
     std::vector<Value*> classes;
     std::vector<int64_t> offsets;
     for (int64_t ch = 0; ch < w_.strides[0]; ++ch)
       for (int64_t cw = 0; cw < w_.strides[1]; ++cw) {
-        const Shape shape = {xt.shape[0], xt.shape[1], ph[0].rows[static_cast<size_t>(ch)], ph[1].rows[static_cast<size_t>(cw)]};
+        const Shape shape = {xt.shape[0], xt.shape[1], ph.axes[0].rows[static_cast<size_t>(ch)],
+                             ph.axes[1].rows[static_cast<size_t>(cw)]};
         Value* sum = nullptr;
-        for (const PhaseTap& th : ph[0].taps[static_cast<size_t>(ch)])
-          for (const PhaseTap& tw : ph[1].taps[static_cast<size_t>(cw)]) {
-            std::vector<int64_t> starts = {th.offset + ph[0].marginLo, tw.offset + ph[1].marginLo};
+        for (const PhaseTap& th : ph.axes[0].taps[static_cast<size_t>(ch)])
+          for (const PhaseTap& tw : ph.axes[1].taps[static_cast<size_t>(cw)]) {
+            std::vector<int64_t> starts = {th.offset + ph.axes[0].marginLo, tw.offset + ph.axes[1].marginLo};
             std::vector<int64_t> ends = {starts[0] + shape[2], starts[1] + shape[3]};
             AttrMap at = {{"starts", Attribute(starts)}, {"ends", Attribute(ends)}, {"axes", Attribute(std::vector<int64_t>{2, 3})}};
-            Value* mine = add(Op::Equal, {add(Op::Slice, {pickp}, at), scalar(static_cast<double>(th.tap * kw + tw.tap), xt.dtype)}, {});
-            Value* term = add(Op::Where, {mine, add(Op::Slice, {dyp}, at), scalar(0, xt.dtype)}, {});
-            sum = sum ? add(Op::Add, {sum, term}, {}) : term;
+            Value* t = term(th.tap * w_.kernel[1] + tw.tap, at);
+            sum = sum && t ? add(Op::Add, {sum, t}, {}) : t;
             if (!sum) return "a class's sum could not be built";
           }
         if (!sum) sum = add(Op::Constant, {}, {{"value", Attribute(Tensor::fromDoubles(TensorType(xt.dtype, shape), std::vector<double>(static_cast<size_t>(numElements(shape)), 0.0)))}});
@@ -296,7 +346,8 @@ class PoolExpandPass : public Pass {
   PassResult run(Graph& g, const PassContext& ctx) override {
     bool changed = false;
     for (Node* n : g.nodes()) {
-      if (!n->is(Op::MaxPool2d) && !n->is(Op::AvgPool2d) && !n->is(Op::MaxPool2dGrad)) continue;
+      if (!n->is(Op::MaxPool2d) && !n->is(Op::AvgPool2d) && !n->is(Op::MaxPool2dGrad) && !n->is(Op::AvgPool2dGrad))
+        continue;
       std::string op(n->opName()), result = n->result()->name();
       std::string why = Expansion(g, n).run();
       if (why.empty()) changed = true;

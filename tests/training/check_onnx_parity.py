@@ -18,7 +18,8 @@ two nn.Dropout layers exported in training mode at opset 13, compared with
 dropout ON: torch applies the masks kfuse draws, computed here from the
 definition in ir/philox.h - Philox4x32-10 keyed by each Dropout node's seed,
 a hash of its name, counted by the 1-based step - so the two trainings see
-the same masks); TARGETs default to cpu and interpreter.
+the same masks); TARGETs default to cpu and interpreter. Each model's
+training step must also plan without a reference op (kfuse stats --train).
 The models are exported in training mode (torch.onnx.TrainingMode.TRAINING,
 no constant folding): an eval-mode export folds batch norms into the
 convolutions and merges initializers with equal values (zero biases, unit
@@ -325,6 +326,15 @@ def main():
 
     failures = []
     for opt_name, (_, _, flags) in OPTIMIZERS.items():
+        # Every step of the training plan is a generated kernel or a library
+        # call: no op falls back to the reference interpreter.
+        cmd = [kfuse, "stats", onnx_path, "--train", "--loss=cross_entropy", flags[0], "--json"]
+        stats = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if stats.returncode != 0:
+            failures.append("%s/%s: kfuse stats failed (%d):\n%s" % (model, opt_name, stats.returncode, stats.stdout))
+        elif json.loads(stats.stdout)["fused"]["reference_ops"] != 0:
+            failures.append("%s/%s: the training step runs %d reference ops" %
+                            (model, opt_name, json.loads(stats.stdout)["fused"]["reference_ops"]))
         want_losses, want_state = torch_run(model, initializers, x, y, opt_name, onnx_model)
         for target in targets:
             tag = "%s/%s/%s" % (model, opt_name, target)
