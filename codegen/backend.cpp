@@ -239,6 +239,10 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   std::string fused = o.fuse ? str(prepare, ",pool-expand,fuse,dce") : prepare;
   if (target == "interpreter") return Backend{"interpreter", "", prepare, {}, {}, {}};
   if (target == "cpu") {
+    // Strided first layers over their input's phases (passes/direct_conv.h),
+    // before the layout pass prices the convolutions.
+    const std::string cpuPrepare = str(kSimplify, ",conv-phases,layout{mode=", o.layout, " target=cpu}");
+    fused = o.fuse ? str(cpuPrepare, ",pool-expand,fuse,dce") : cpuPrepare;
     KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(o.cpu));
     auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
     auto deviceBytes = [threads = o.threads](const Plan& plan) { return cpuDeviceBytes(plan, threads); };

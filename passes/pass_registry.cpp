@@ -28,6 +28,10 @@ const std::vector<PassInfo>& allPasses() {
              createCanonicalizePass),
       simple("constant-fold", "evaluates nodes whose operands are all constants (shape subgraphs included)",
              createConstantFoldPass),
+      simple("conv-phases",
+             "strided convolutions over few channels (a first layer) as stride-1 convolutions over their input's "
+             "phases (space-to-depth), where the cpu target's rule says it pays; fixed filters only",
+             createConvPhasesPass),
       simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       {"data-parallel",
        "all-reduces (mean over the ranks) of a training step's gradients in buckets, its loss and its buffer "
@@ -40,7 +44,7 @@ const std::vector<PassInfo>& allPasses() {
        "edges (options: mode=auto|nchw|nhwc target=cpu)",
        createLayoutPass},
       simple("pool-expand",
-             "max_pool2d, avg_pool2d and max_pool2d_grad of NCHW images as strided slices of their padded inputs, "
+             "max_pool2d, avg_pool2d and their gradients of NCHW images as strided slices of their padded inputs, "
              "elementwise math and interleave: generated kernels instead of reference steps",
              createPoolExpandPass),
   };

@@ -3,9 +3,13 @@
 // steps, and reference ops; outputs must meet the same NumPy/PyTorch
 // expectations the reference interpreter meets.
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "codegen/backend.h"
+#include "ir/support/strings.h"
+#include "passes/pass_manager.h"
+#include "passes/pass_registry.h"
 #include "ir/parser.h"
 #include "ir/weights.h"
 #include "tests/unit/test_util.h"
@@ -90,6 +94,77 @@ TEST(CpuTarget, DropoutInKernelsDrawsTheInterpretersMask) {
   ASSERT_EQ(outputs[0].size(), 4u);
   for (size_t i = 0; i < outputs[0].size(); ++i)
     EXPECT_EQ(test::compareTensors(outputs[1][i], outputs[0][i], 0, 0), "") << "output " << i;
+}
+
+// A fixed tensor's text: dense<f32[shape]>[...], values k/64 (exact in f32).
+std::string denseText(const Shape& shape, int salt) {
+  std::string dims, values;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    dims += str(dims.empty() ? "" : ",", d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.6f", std::round(64 * std::sin(0.71 * static_cast<double>(i + salt))) / 64);
+    values += str(i ? ", " : "", v);
+  }
+  return str("dense<f32[", dims, "]>[", values, "]");
+}
+
+// Strided first layers over few channels run as stride-1 convolutions over
+// their input's phases (conv-phases; passes/direct_conv.h says where): the
+// pass rewrites those, keeps the others, and the cpu target's results are
+// the interpreter's on odd extents, pads and kernels the stride does not
+// divide, with and without bias.
+TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
+  struct Case {
+    int64_t c, h, w, o, k, stride, pad;
+    bool bias, rewritten;
+  };
+  const Case cases[] = {{3, 23, 21, 8, 7, 2, 3, true, true},  {2, 16, 16, 5, 5, 2, 2, false, true},
+                        {3, 12, 13, 4, 4, 2, 1, true, true},  {1, 19, 17, 3, 6, 3, 2, false, true},
+                        {2, 11, 11, 3, 4, 2, 0, true, true},  // one phase row and column more: sliced
+                        {3, 15, 15, 6, 3, 2, 1, true, false}, {8, 15, 15, 4, 7, 2, 3, false, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(str(c.c, "x", c.h, "x", c.w, " -> ", c.o, ", ", c.k, "x", c.k, " stride ", c.stride, " pad ", c.pad));
+    const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1, ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
+    const std::string text = str(
+        "module @m {\n  func @main(%x: f32[2,", c.c, ",", c.h, ",", c.w, "]) -> (f32[2,", c.o, ",", oh, ",", ow,
+        "]) {\n    %w = constant {value = ", denseText({c.o, c.c, c.k, c.k}, 1), "} : f32[", c.o, ",", c.c, ",", c.k,
+        ",", c.k, "]\n", c.bias ? str("    %b = constant {value = ", denseText({c.o}, 7), "} : f32[", c.o, "]\n") : "",
+        "    %y = conv2d %x, %w", c.bias ? ", %b" : "", " {strides = [", c.stride, ", ", c.stride, "], pads = [", c.pad,
+        ", ", c.pad, ", ", c.pad, ", ", c.pad, "]} : f32[2,", c.o, ",", oh, ",", ow, "]\n    return %y\n  }\n}\n");
+    auto phased = parseModule(text, "m.kir");
+    ASSERT_TRUE(phased) << phased.error().message() << "\n" << text;
+    auto pass = parsePipeline("conv-phases");
+    ASSERT_TRUE(pass);
+    PassManager pm;
+    pm.add(std::move(*pass));
+    ASSERT_TRUE(pm.run(**phased, PassContext{}));
+    int strided = 0;
+    for (const Node* n : (*phased)->functions().front()->nodes())
+      if (n->is(Op::Conv2d) && n->attr("strides").asInts()[0] != 1) ++strided;
+    EXPECT_EQ(strided, c.rewritten ? 0 : 1);
+
+    std::vector<double> x(static_cast<size_t>(2 * c.c * c.h * c.w));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29 * static_cast<double>(i));
+    const std::vector<Tensor> args = {Tensor::fromDoubles(TensorType(DType::F32, {2, c.c, c.h, c.w}), x)};
+    std::vector<Tensor> outputs;
+    for (std::string_view target : {"interpreter", "cpu"}) {
+      auto module = parseModule(text, "m.kir");
+      ASSERT_TRUE(module) << module.error().message();
+      auto backend = backendFor(target);
+      ASSERT_TRUE(backend) << backend.error().message();
+      ASSERT_TRUE(prepareModule(**module, *backend));
+      auto exec = createExecutor(target, {});
+      ASSERT_TRUE(exec) << exec.error().message();
+      auto result = (*exec)->run(*(*module)->functions().front(), args);
+      ASSERT_TRUE(result) << result.error().message();
+      outputs.push_back(result->outputs[0]);
+    }
+    EXPECT_EQ(test::compareTensors(outputs[1], outputs[0], 1e-5, 1e-5), "");
+  }
 }
 
 }  // namespace
