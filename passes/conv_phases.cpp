@@ -22,6 +22,7 @@
 #include "ir/builder.h"
 #include "ir/support/strings.h"
 #include "passes/direct_conv.h"
+#include "passes/node_rewrite.h"
 #include "passes/pass_registry.h"
 
 namespace kfuse {
@@ -46,9 +47,9 @@ Tensor phaseFilter(const Tensor& w, int64_t s) {
   return Tensor::fromDoubles(TensorType(w.type().dtype, {o, c * s * s, ph, pw}), to);
 }
 
-class Rewrite {
+class Rewrite : NodeRewrite {
  public:
-  Rewrite(Graph& g, Node* n) : g_(g), n_(n) {}
+  Rewrite(Graph& g, Node* n) : NodeRewrite(g, n) {}
 
   // Rewrites n_, or says why not (nothing built then).
   std::string run() {
@@ -96,9 +97,7 @@ class Rewrite {
       if (!y) return fail("the phases' convolution could not be sliced");
     }
     if (!(y->type() == yt)) return fail("the rewrite's type differs from the result's");
-    y->setName(n_->result()->name());
-    g_.replaceAllUsesWith(n_->result(), y);
-    g_.eraseNode(n_);
+    replaceWith(y);
     return "";
   }
 
@@ -116,26 +115,6 @@ class Rewrite {
     m.setParamData(name, std::move(filter));
     return g_.paramValue(name);
   }
-
-  // A node before n_; null if it cannot be built (or an operand is null).
-  Value* add(Op op, std::vector<Value*> operands, AttrMap attrs) {
-    for (Value* v : operands)
-      if (!v) return nullptr;
-    auto node = buildNode(g_, op, operands, std::move(attrs), n_);
-    if (!node) return nullptr;
-    (*node)->copyProvenance(*n_);
-    built_.push_back(*node);
-    return (*node)->result();
-  }
-  std::string fail(std::string why) {
-    for (auto it = built_.rbegin(); it != built_.rend(); ++it) g_.eraseNode(*it);
-    built_.clear();
-    return why;
-  }
-
-  Graph& g_;
-  Node* n_;
-  std::vector<Node*> built_;
 };
 
 class ConvPhasesPass : public Pass {

@@ -43,6 +43,7 @@
 #include "ir/builder.h"
 #include "ir/ops/window.h"
 #include "ir/support/strings.h"
+#include "passes/node_rewrite.h"
 #include "passes/pass_registry.h"
 
 namespace kfuse {
@@ -123,9 +124,9 @@ constexpr int64_t kMaxTaps = 64;
 
 // Builds the expansion of one pooling node before it, erasing what it
 // built if a step fails.
-class Expansion {
+class Expansion : NodeRewrite {
  public:
-  Expansion(Graph& g, Node* n) : g_(g), n_(n), w_(windowOf(*n)) {}
+  Expansion(Graph& g, Node* n) : NodeRewrite(g, n), w_(windowOf(*n)) {}
 
   // Expands n_, or says why not (nothing built then).
   std::string run() {
@@ -143,9 +144,7 @@ class Expansion {
       y = add(Op::Reshape, {y}, {{"shape", Attribute(want.shape)}, {"layout", std::string(layoutName(want.layout))}});
       if (!y) return fail("the result's layout tag could not be restored");
     }
-    y->setName(n_->result()->name());
-    g_.replaceAllUsesWith(n_->result(), y);
-    g_.eraseNode(n_);
+    replaceWith(y);
     return "";
   }
 
@@ -318,26 +317,7 @@ class Expansion {
   Value* scalar(double v, DType t) {
     return add(Op::Constant, {}, {{"value", Attribute(Tensor::fromDoubles(TensorType(t, {}), {v}))}});
   }
-  // A node before n_; null if it cannot be built (or an operand is null).
-  Value* add(Op op, std::vector<Value*> operands, AttrMap attrs) {
-    for (Value* v : operands)
-      if (!v) return nullptr;
-    auto node = buildNode(g_, op, operands, std::move(attrs), n_);
-    if (!node) return nullptr;
-    (*node)->copyProvenance(*n_);
-    built_.push_back(*node);
-    return (*node)->result();
-  }
-  std::string fail(std::string why) {
-    for (auto it = built_.rbegin(); it != built_.rend(); ++it) g_.eraseNode(*it);
-    built_.clear();
-    return why;
-  }
-
-  Graph& g_;
-  Node* n_;
   Window w_;
-  std::vector<Node*> built_;
 };
 
 class PoolExpandPass : public Pass {
