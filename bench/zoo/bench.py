@@ -15,7 +15,9 @@ threads, this process and kfuse_bench are pinned to the same T CPUs (the
 last T the machine has). Each round gives every engine about
 --round-seconds on a model, in an order that rotates from round to round,
 so that a burst of load from the machine's neighbours falls on no engine in
-particular; the table gives medians over all iterations and the ratio of
+particular; onnxruntime gets a fresh session every round (its idle workers
+spin, slowing whatever runs beside them: FRESH_EACH_ROUND); the table gives
+medians over all iterations and the ratio of
 each engine's median to kfuse's (above 1: kfuse faster). Compile times:
 kfuse's import + passes + plan + JIT, onnxruntime's session creation,
 OpenVINO's compile_model, torch.compile's first call.
@@ -23,6 +25,7 @@ OpenVINO's compile_model, torch.compile's first call.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -36,6 +39,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 ENGINES = ["kfuse", "ort", "openvino", "eager", "compile"]
+# Engines whose sessions are made anew for each round and dropped after it,
+# so that no thread of theirs outlives their rounds. onnxruntime's intra-op
+# workers spin while idle: with every model's session alive through the
+# other engines' rounds (one run each, 2 threads, 2026-12-04), kfuse's
+# MobileNetV2 took 14.98 ms and BERT 24.2, and with the sessions' spinning
+# off 11.09 and 14.39; kfuse alone took 6.4-8.1 and 12.9. Runs on that host
+# moved by up to 50%, so these are an order, not a measure.
+FRESH_EACH_ROUND = {"ort"}
 
 
 def load_manifest(out: Path) -> dict:
@@ -165,6 +176,8 @@ def bench_threads(args, models, out, threads, cpus):
                     runners[(n, eng)], setup[(n, eng)] = make(path, threads)
                 except Exception as ex:  # noqa: BLE001
                     print(f"  {eng} cannot run {n}: {str(ex).splitlines()[0][:120]}")
+                if eng in FRESH_EACH_ROUND and (n, eng) in runners:
+                    runners[(n, eng)] = lambda _feeds, make=make, path=path: make(path, threads)[0]
         for eng, compiled in (("eager", False), ("compile", True)):
             if eng in args.engines:
                 try:
@@ -176,10 +189,15 @@ def bench_threads(args, models, out, threads, cpus):
             probe = kfuse.time(n, 1)[0] / 1e3
             return kfuse.time(n, max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
         fn = runners[(n, eng)]
+        if eng in FRESH_EACH_ROUND:
+            fn = fn(None)  # a session of the round's own, whose threads end with it
         t0 = time.perf_counter()
         fn(feeds[n])
         probe = time.perf_counter() - t0
-        return timed(lambda: fn(feeds[n]), max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
+        out = timed(lambda: fn(feeds[n]), max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
+        del fn
+        gc.collect()
+        return out
 
     times = alternating_rounds(list(models), args.engines, runners, args.rounds, measure)
     if kfuse:
