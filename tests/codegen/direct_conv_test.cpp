@@ -185,9 +185,10 @@ void checkWideRows(std::span<const cpu::ConvTiling> tilings) {
 TEST(DirectConv, WideRowsMatchTheInterpreter) { checkWideRows(kTilings); }
 
 // Small "same" convolutions at stride 1 as whole planes, vectors across
-// rows: channel blocks and remainders, groups, dilation, asymmetric and
-// one-sided padding, non-square filters, planes of 49 to 256 pixels and
-// planes shorter than their input; every unit split gives the same bits.
+// rows: channel blocks and remainders, groups, depthwise, dilation,
+// asymmetric and one-sided padding, non-square filters, planes of 49 to 256
+// pixels and planes shorter than their input; every unit split gives the
+// same bits.
 const char* const kWholePlanes[] = {
       R"(module @m {
   func @main(%x: f32[1,16,7,7], %w: f32[20,16,3,3], %b: f32[20]) -> (f32[1,20,7,7]) {
@@ -228,6 +229,12 @@ const char* const kWholePlanes[] = {
       R"(module @m {
   func @main(%x: f32[1,3,16,16], %w: f32[4,3,3,3], %b: f32[4]) -> (f32[1,4,16,16]) {
     %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[1,4,16,16]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,6,14,14], %w: f32[6,1,5,5], %b: f32[6]) -> (f32[2,6,14,14]) {
+    %y = conv2d %x, %w, %b {pads = [2, 2, 2, 2], groups = 6} : f32[2,6,14,14]
     return %y
   }
 })",
