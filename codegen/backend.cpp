@@ -232,17 +232,16 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   KF_RETURN_IF_ERROR(parseLayoutMode(o.layout).status());
   if (target != "cpu" && !o.cpu.empty()) return Error(str("--cpu applies to --target=cpu, not ", target));
   // Layout selection after simplification and before fusion, with the
-  // target's measured cost model (passes/layout_cost.cpp).
-  std::string prepare = str(kSimplify, ",layout{mode=", o.layout, " target=", target, "}");
+  // target's measured cost model (passes/layout_cost.cpp); on the cpu,
+  // strided first layers over their input's phases first
+  // (passes/direct_conv.h), so that the layout pass prices what runs.
+  const char* phases = target == "cpu" ? ",conv-phases" : "";
+  std::string prepare = str(kSimplify, phases, ",layout{mode=", o.layout, " target=", target, "}");
   // Targets that generate kernels expand what they would otherwise run as
   // reference steps (pool-expand) before fusion, after layout selection.
   std::string fused = o.fuse ? str(prepare, ",pool-expand,fuse,dce") : prepare;
   if (target == "interpreter") return Backend{"interpreter", "", prepare, {}, {}, {}};
   if (target == "cpu") {
-    // Strided first layers over their input's phases (passes/direct_conv.h),
-    // before the layout pass prices the convolutions.
-    const std::string cpuPrepare = str(kSimplify, ",conv-phases,layout{mode=", o.layout, " target=cpu}");
-    fused = o.fuse ? str(cpuPrepare, ",pool-expand,fuse,dce") : cpuPrepare;
     KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(o.cpu));
     auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
     auto deviceBytes = [threads = o.threads](const Plan& plan) { return cpuDeviceBytes(plan, threads); };
