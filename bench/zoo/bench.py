@@ -177,7 +177,7 @@ def bench_threads(args, models, out, threads, cpus):
                 except Exception as ex:  # noqa: BLE001
                     print(f"  {eng} cannot run {n}: {str(ex).splitlines()[0][:120]}")
                 if eng in FRESH_EACH_ROUND and (n, eng) in runners:
-                    runners[(n, eng)] = lambda _feeds, make=make, path=path: make(path, threads)[0]
+                    runners[(n, eng)] = lambda make=make, path=path: make(path, threads)[0]  # made per round
         for eng, compiled in (("eager", False), ("compile", True)):
             if eng in args.engines:
                 try:
@@ -190,7 +190,7 @@ def bench_threads(args, models, out, threads, cpus):
             return kfuse.time(n, max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
         fn = runners[(n, eng)]
         if eng in FRESH_EACH_ROUND:
-            fn = fn(None)  # a session of the round's own, whose threads end with it
+            fn = fn()  # a session of the round's own, whose threads end with it
         t0 = time.perf_counter()
         fn(feeds[n])
         probe = time.perf_counter() - t0

@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from safetensors_np import read_safetensors  # noqa: E402
+from training_plan import reference_op_failure  # noqa: E402
 import onnx
 import onnx.numpy_helper
 import torch
@@ -87,10 +88,9 @@ def main():
     initializers = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
 
     failures = []
-    stats = json.loads(run([kfuse, "stats", onnx_path, "--train", "--loss=cross_entropy", "--optimizer=sgd",
-                            "--json"]))
-    if stats["fused"]["reference_ops"] != 0:
-        failures.append("the training step runs %d reference ops" % stats["fused"]["reference_ops"])
+    failure = reference_op_failure(kfuse, onnx_path, "sgd")
+    if failure:
+        failures.append(failure)
 
     log, weights = os.path.join(work, "log.jsonl"), os.path.join(work, "weights.safetensors")
     run([kfuse, "train", onnx_path, "--data", data_path, "--loss=cross_entropy", "--optimizer=sgd",

@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from safetensors_np import read_safetensors  # noqa: E402
+from training_plan import reference_op_failure  # noqa: E402
 import onnx
 import onnx.numpy_helper
 import torch
@@ -328,13 +329,9 @@ def main():
     for opt_name, (_, _, flags) in OPTIMIZERS.items():
         # Every step of the training plan is a generated kernel or a library
         # call: no op falls back to the reference interpreter.
-        cmd = [kfuse, "stats", onnx_path, "--train", "--loss=cross_entropy", flags[0], "--json"]
-        stats = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if stats.returncode != 0:
-            failures.append("%s/%s: kfuse stats failed (%d):\n%s" % (model, opt_name, stats.returncode, stats.stdout))
-        elif json.loads(stats.stdout)["fused"]["reference_ops"] != 0:
-            failures.append("%s/%s: the training step runs %d reference ops" %
-                            (model, opt_name, json.loads(stats.stdout)["fused"]["reference_ops"]))
+        failure = reference_op_failure(kfuse, onnx_path, opt_name)
+        if failure:
+            failures.append("%s/%s: %s" % (model, opt_name, failure))
         want_losses, want_state = torch_run(model, initializers, x, y, opt_name, onnx_model)
         for target in targets:
             tag = "%s/%s/%s" % (model, opt_name, target)
