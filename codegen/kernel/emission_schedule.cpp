@@ -5,17 +5,19 @@
 namespace kfuse::kernel {
 namespace {
 
-std::vector<bool> invariantLoads(const Kernel& k) {
+std::vector<bool> readOnlyLoads(const Kernel& k) {
   std::vector<bool> stored(k.buffers.size(), false);
   for (const auto& s : k.stores) stored[static_cast<size_t>(s.buffer)] = true;
   std::vector<bool> out(k.loads.size(), false);
-  for (size_t i = 0; i < k.loads.size(); ++i) {
-    const Load& l = k.loads[i];
-    // A gathered load is read where its index is known, never hoisted.
-    bool invariant = !stored[static_cast<size_t>(l.buffer)] && !l.gathered;
-    for (size_t d = 0; d < k.numDims(); ++d) invariant = invariant && !l.map.dependsOn(d);
-    out[i] = invariant;
-  }
+  // A gathered load is read where its index is known, never hoisted.
+  for (size_t i = 0; i < k.loads.size(); ++i)
+    out[i] = !stored[static_cast<size_t>(k.loads[i].buffer)] && !k.loads[i].gathered;
+  return out;
+}
+
+std::vector<bool> invariantLoads(const Kernel& k, std::vector<bool> out) {
+  for (size_t i = 0; i < k.loads.size(); ++i)
+    for (size_t d = 0; d < k.numDims(); ++d) out[i] = out[i] && !k.loads[i].map.dependsOn(d);
   return out;
 }
 
@@ -45,7 +47,8 @@ EmissionSchedule scheduleEmission(const Kernel& k) {
   for (const Reduction& r : k.reductions) s.accumulators.push_back(accumulatorType(r.combiner, r.value->type));
   for (const Global& g : k.prologue) s.globals.push_back(accumulatorType(g.combiner, g.value->type));
   for (const Global& g : k.globals) s.globals.push_back(accumulatorType(g.combiner, g.value->type));
-  s.invariantLoads = invariantLoads(k);
+  s.readOnlyLoads = readOnlyLoads(k);
+  s.invariantLoads = invariantLoads(k, s.readOnlyLoads);
   s.rowsAcross = rowsAcross(k, s.spaces);
   s.keptSum = findKeptSum(k);
   for (const Store& st : k.stores) {

@@ -28,6 +28,10 @@ struct EmissionSchedule {
   // Per load: it reads the same element at every point, of a buffer no
   // store writes (a learning rate, a step count), so it can be read once.
   std::vector<bool> invariantLoads;
+  // Per load: of a buffer no store writes, not gathered, so an emitter may
+  // read it once per iteration of the innermost loop its index moves with
+  // (a squeeze-excitation gate per channel, not per pixel).
+  std::vector<bool> readOnlyLoads;
   // The loads that depend on the row walk it with a stride and sit side by
   // side across neighbouring outer points (a bias gradient: the sum over a
   // batch of each column). Folding many rows at once, each in its own

@@ -42,7 +42,7 @@ TEST(EmissionSchedule, AccumulatorsOfBoolSumsCount) {
   EXPECT_EQ(s.accumulators[0], DType::I64);
 }
 
-TEST(EmissionSchedule, ALoadOfOneElementIsInvariantUnlessTheKernelWritesItsBuffer) {
+TEST(EmissionSchedule, ALoadIsReadOnlyAndOfOneElementInvariantUnlessTheKernelWritesItsBuffer) {
   KernelBuilder b("scale", {64});
   int x = b.input(DType::F32, {64});
   int lr = b.input(DType::F32, {});
@@ -52,13 +52,16 @@ TEST(EmissionSchedule, ALoadOfOneElementIsInvariantUnlessTheKernelWritesItsBuffe
   b.storeOuter(y, xv * lrv);
   kernel::EmissionSchedule s = scheduleEmission(b.build());
   EXPECT_EQ(s.invariantLoads, (std::vector<bool>{false, true}));
+  EXPECT_EQ(s.readOnlyLoads, (std::vector<bool>{true, true}));
 
   // The same element, but of the buffer the kernel stores to (its first
   // element, written at point 0): read at every point.
   KernelBuilder w("self", {64});
   int z = w.output(DType::F32, {64});
   w.storeOuter(z, w.load(z, {0}) + 1.0);
-  EXPECT_EQ(scheduleEmission(w.build()).invariantLoads, std::vector<bool>{false});
+  kernel::EmissionSchedule ws = scheduleEmission(w.build());
+  EXPECT_EQ(ws.invariantLoads, std::vector<bool>{false});
+  EXPECT_EQ(ws.readOnlyLoads, std::vector<bool>{false});
 }
 
 TEST(EmissionSchedule, MeanLossHasPrologueAndMainGlobalsAndAFinalStore) {
