@@ -179,6 +179,11 @@ const Case kCases[] = {
     // lane, and the channels left over one at a time.
     {"fwd_nchw_depthwise_2x2_planes", spec(D::Forward, 2, 10, 2, 10, 3, 1, 1, 10), true},
     {"fwd_nchw_depthwise_stride2_3_wide", spec(D::Forward, 2, 9, 5, 9, 3, 2, 1, 9), true},
+    // 5x5 at stride 2, by phase: rows of two vectors, of ten (eight at
+    // once, then two, the last one partial), and unpadded odd planes.
+    {"fwd_nchw_depthwise_5x5_stride2", spec(D::Forward, 2, 8, 15, 8, 5, 2, 2, 8), true},
+    {"fwd_nchw_depthwise_5x5_stride2_wide_rows", spec(D::Forward, 1, 4, 75, 4, 5, 2, 2, 4), true},
+    {"fwd_nchw_depthwise_5x5_stride2_unpadded", spec(D::Forward, 1, 6, 14, 6, 5, 2, 0, 6), false},
     {"fwd_nchw_depthwise_5x5_3x3_planes", spec(D::Forward, 1, 8, 3, 8, 5, 1, 2, 8), false},
     {"dx_nchw_depthwise_2x2_planes", spec(D::GradInput, 2, 10, 2, 10, 3, 1, 1, 10)},
     {"fwd_nchw_depthwise_4x4_planes", spec(D::Forward, 2, 6, 4, 6, 3, 1, 1, 6), true},
