@@ -9,7 +9,7 @@ namespace kfuse::cpu {
 namespace {
 
 std::string describeTiling(const ConvTiling& t) {
-  return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors);
+  return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes);
 }
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }

@@ -32,11 +32,16 @@ std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "
 // of one output row, accumulated in registers; and whether rows may end in
 // a partial vector, read and written through masks (false where masked
 // loads are slow: passes/direct_conv.h).
+// `chunkBytes`: how much of its input a whole-plane convolution folds
+// into all its output channels before the rest (conv_emitter.cpp's
+// planeChunkChannels), a part of the smallest L2 of the x86-64 CPUs
+// named here (256 KB).
 struct ConvTiling {
   int lanes = 8;
   int vectors = 2;
   int channels = 4;
   bool partialVectors = true;
+  int64_t chunkBytes = 128 * 1024;
 };
 
 // How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <span>
 
+#include "codegen/cpu/code_identity.h"
 #include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/jit.h"
 #include "tests/codegen/jit_harness.h"
@@ -253,6 +254,35 @@ void checkWholePlanes(std::span<const cpu::ConvTiling> tilings) {
 }
 
 TEST(DirectConv, WholePlanesMatchTheInterpreter) { checkWholePlanes(kTilings); }
+
+// Whole planes folded in chunks of input channels (planeChunkChannels: a
+// chunk's planes fill tiling.chunkBytes), here of one channel (1 byte) and
+// of a few (1000 bytes: five 7x7 planes, three 9x9, one 14x14): they match
+// the interpreter, and write the same bits as in one chunk, each chunk
+// starting from the partial sums the one before stored.
+TEST(DirectConv, WholePlanesInChunksOfInputChannelsGiveTheSameBits) {
+  for (const char* text : kWholePlanes) {
+    auto c = convCase(parseModule(text, "planes.kir", {}));
+    ASSERT_TRUE(c) << c.error().message();
+    const cpu::ConvTiling whole{8, 2, 4};
+    auto one = generate(*c, whole);
+    ASSERT_TRUE(one) << one.error().message();
+    const Tensor want = runGenerated(*c, *one, 3);
+    for (int64_t bytes : {1, 1000}) {
+      cpu::ConvTiling chunked = whole;
+      chunked.chunkBytes = bytes;
+      // Compiled anew, not found under the unchunked code's identity.
+      ASSERT_NE(cpu::codeOf(cpu::DirectConv{"conv", c->spec, chunked}),
+                cpu::codeOf(cpu::DirectConv{"conv", c->spec, whole}));
+      EXPECT_EQ(compareWithInterpreter(*c, chunked), "") << text << " in chunks of " << bytes << " bytes";
+      auto g = generate(*c, chunked);
+      ASSERT_TRUE(g) << g.error().message();
+      const Tensor got = runGenerated(*c, *g, 3);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), static_cast<size_t>(want.numElements()) * sizeof(float)), 0)
+          << text << " in chunks of " << bytes << " bytes";
+    }
+  }
+}
 
 // Every case above with the tiling this machine's plans use. The ISA matrix
 // (tests/isa) runs this one rather than the three above: under qemu, each
