@@ -82,7 +82,9 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
   void endGroup(size_t first, size_t last) override;
   void afterReducePoint(Site& site, size_t first, size_t last) override;
   // Its iterations touch disjoint memory, as a kept sum's do (reduceLoop).
+  // None where the sum kept the whole element store (KeptSum::whole).
   void elementLoop(const Point& p, const Body& body) override {
+    if (!column_ && s_.keptSum && s_.keptSum->whole) return;
     if (!s_.spaces.reduce.empty()) emitNest(s_.spaces.reduce, 0, p, body, 0);
   }
   void beforeElementStores(Site& site) override;

@@ -42,11 +42,17 @@ bool sameExpr(const ScalarNode& a, const ScalarNode& b) {
 }
 
 std::optional<KeptSum> findKeptSum(const Kernel& k) {
-  if (k.reduce.empty() || k.reductions.empty() || k.stores.size() != 1 || !k.globals.empty())
-    return std::nullopt;
-  const Store& store = k.stores[0];
+  if (k.reduce.empty() || k.reductions.empty() || !k.globals.empty()) return std::nullopt;
+  std::optional<size_t> element;
+  for (size_t s = 0; s < k.stores.size(); ++s) {
+    if (k.stores[s].scope == StoreScope::Row) continue;
+    if (element || k.stores[s].scope != StoreScope::Element) return std::nullopt;
+    element = s;
+  }
+  if (!element) return std::nullopt;
+  const Store& store = k.stores[*element];
   const DType storage = k.buffers[static_cast<size_t>(store.buffer)].type.dtype;
-  if (store.scope != StoreScope::Element || (storage != DType::F32 && storage != DType::F64)) return std::nullopt;
+  if (storage != DType::F32 && storage != DType::F64) return std::nullopt;
   for (size_t d = k.outer.size(); d < k.numDims(); ++d)
     if (!store.map.dependsOn(d) && k.reduce[d - k.outer.size()] > 1) return std::nullopt;
   const auto [first, last] = reductionGroups(k).back();
@@ -57,7 +63,7 @@ std::optional<KeptSum> findKeptSum(const Kernel& k) {
     // A bare load is read again as cheaply as it would be kept.
     if (!inStore || inStore->op == ScalarOp::Input || readsRowLoads(k, *store.value, *red.value))
       continue;
-    return KeptSum{r, 0, inStore};
+    return KeptSum{r, *element, inStore, inStore == store.value.get()};
   }
   return std::nullopt;
 }
