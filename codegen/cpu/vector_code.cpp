@@ -50,7 +50,7 @@ Expected<llvm::Function*> VectorCode::finish() {
   return fn_;
 }
 
-void VectorCode::loop(int64_t count, const char* name, const std::function<void(Value*)>& body) {
+void VectorCode::loop(int64_t count, const char* name, const std::function<void(Value*)>& body, bool rolled) {
   if (count < 1) return;
   if (count == 1) return body(i64(0));
   llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -63,14 +63,17 @@ void VectorCode::loop(int64_t count, const char* name, const std::function<void(
   Value* next = b_.CreateAdd(iv, i64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
   auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
   llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpULT(next, i64(count)), header, exit);
-  if (minor_ > 0) {  // a distinct loop ID (its first operand itself) that asks for no unrolling
-    llvm::Metadata* noUnroll = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, noUnroll});
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-  }
+  if (minor_ > 0 || rolled) keepRolled(latch);
   iv->addIncoming(next, b_.GetInsertBlock());
   b_.SetInsertPoint(exit);
+}
+
+// A distinct loop ID (its first operand itself) that asks for no unrolling.
+void VectorCode::keepRolled(llvm::BranchInst* latch) {
+  llvm::Metadata* noUnroll = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, noUnroll});
+  id->replaceOperandWith(0, id);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, id);
 }
 
 void VectorCode::part(double share, const std::function<void()>& body) {

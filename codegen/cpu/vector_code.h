@@ -35,8 +35,8 @@ class VectorCode {
 
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
   // for (i = 0; i < count; ++i) body(i), as a loop unless count is 0 or 1;
-  // LLVM may unroll it unless it is in a minor part().
-  void loop(int64_t count, const char* name, const std::function<void(llvm::Value*)>& body);
+  // LLVM may unroll it unless it is in a minor part() or `rolled`.
+  void loop(int64_t count, const char* name, const std::function<void(llvm::Value*)>& body, bool rolled = false);
   // body() emits code that does `share` of the function's work (the
   // remainder of a blocked loop, the edges of a plane). Under an eighth,
   // LLVM is told not to unroll its loops: unrolled, such paths were half of
@@ -84,6 +84,7 @@ class VectorCode {
   llvm::VectorType* vec_;
   int lanes_;
   int minor_ = 0;  // depth of minor part() scopes
+  void keepRolled(llvm::BranchInst* latch);
 };
 
 }  // namespace kfuse::cpu
