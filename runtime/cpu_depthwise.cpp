@@ -37,7 +37,7 @@ struct Depthwise {
   // one 333 and 235. A 3x3 filter at stride 2 has too few taps to repay
   // the split: 89 -> 119 us at 192 channels, 28x28 -> 14x14.
   template <int K, int S>
-  static constexpr bool kByPhase = S == 2 && K == 5;
+  static constexpr bool kByPhase = S == 2 && K == 5;  // copyPadded splits stride 2 only
   typedef T Lanes __attribute__((vector_size(16)));
   template <int S>
   static Lanes lanesAt(const T* p) {
@@ -106,8 +106,9 @@ struct Depthwise {
   // rows a tile reads, copied into a zero-padded block `pitch` = (ow - 1) *
   // stride + k wide (5x5 at stride 2: its columns by phase, kByPhase),
   // then each output pixel sums its k * k taps in registers (the tap loops
-  // unrolled, the pixel loop vectorised) and is stored once. A pass over the output per tap, or a short loop per row
-  // and tap, ran at a fifth of this.
+  // unrolled, the pixel loop vectorised) and is stored once. A pass over
+  // the output per tap, or a short loop per row and tap, ran at a fifth of
+  // this.
   template <int K, int S>
   void forwardBlock(const T* x, const T* w, const T* bias, T* y, int64_t n, int64_t oy0, int64_t oy1) const {
     blockChannels<K, S>(
@@ -153,7 +154,7 @@ struct Depthwise {
     thread_local std::vector<T> block;
     block.assign(static_cast<size_t>(blockRows * pitch + kBlockSlack), T(0));
     for (; ch < c.c; ++ch) {
-      copyPadded(src(ch), srcRows, srcWidth, top, left, block.data(), blockRows, pitch, 1, 0, kByPhase<K, S> ? S : 1);
+      copyPadded(src(ch), srcRows, srcWidth, top, left, block.data(), blockRows, pitch, 1, 0, kByPhase<K, S>);
       T wk[K * K];
       weights(ch, wk);
       if constexpr (kByPhase<K, S>)
@@ -181,38 +182,35 @@ struct Depthwise {
   // lies inside the plane. The rest of the block is left as it is: zero,
   // the same for every channel, since the same positions fall outside.
   // With `lanes` > 1 the block interleaves that many channels' blocks
-  // (blockChannels) and this writes lane `lane` of each position. With
-  // `phases` S > 1 each block row holds its columns by phase (phaseColumn).
+  // (blockChannels) and this writes lane `lane` of each position.
+  // `byPhase`: each block row holds its columns by phase at stride 2
+  // (phaseColumn), the only stride kByPhase splits.
   static void copyPadded(const T* plane, int64_t rows, int64_t width, int64_t top, int64_t left, T* block,
-                         int64_t blockRows, int64_t pitch, int lanes = 1, int lane = 0, int phases = 1) {
+                         int64_t blockRows, int64_t pitch, int lanes = 1, int lane = 0, bool byPhase = false) {
     const int64_t from = std::max<int64_t>(left, 0), to = std::min<int64_t>(pitch, width + left);
     if (from >= to) return;
     for (int64_t r = std::max<int64_t>(top, 0); r < std::min(blockRows, rows + top); ++r) {
       const T* src = plane + (r - top) * width - left;
       if (lanes > 1) {
         for (int64_t q = from; q < to; ++q) block[(r * pitch + q) * lanes + lane] = src[q];
-      } else if (phases == 1) {
+      } else if (!byPhase) {
         std::copy(src + from, src + to, block + r * pitch + from);
       } else {
-        splitPhases(src, from, to, pitch, phases, block + r * pitch);
+        splitPhases<2>(src, from, to, pitch, block + r * pitch);
       }
     }
   }
 
   // dst's columns by phase (phaseColumn) = src[from, to), read straight
   // from the plane (through a copied row, the reads stalled on the copy's
-  // stores). Stride 2 with the stride known, which GCC vectorises.
-  static void splitPhases(const T* src, int64_t from, int64_t to, int64_t pitch, int phases, T* dst) {
-    auto split = [&](auto s) {
-      constexpr int S = decltype(s)::value;
-      for (int p = 0; p < S; ++p) {
-        T* __restrict run = dst + phaseColumn(p, pitch, S);
-        const T* __restrict at = src + p;
-        for (int64_t i = (from - p + S - 1) / S, n = (to - p + S - 1) / S; i < n; ++i) run[i] = at[i * S];
-      }
-    };
-    if (phases == 2) return split(std::integral_constant<int, 2>{});
-    for (int64_t q = from; q < to; ++q) dst[phaseColumn(q, pitch, phases)] = src[q];
+  // stores), with the stride known, which GCC vectorises.
+  template <int S>
+  static void splitPhases(const T* src, int64_t from, int64_t to, int64_t pitch, T* dst) {
+    for (int p = 0; p < S; ++p) {
+      T* __restrict run = dst + phaseColumn(p, pitch, S);
+      const T* __restrict at = src + p;
+      for (int64_t i = (from - p + S - 1) / S, n = (to - p + S - 1) / S; i < n; ++i) run[i] = at[i * S];
+    }
   }
 
   // Where column q of a `pitch`-wide block row lies when the row holds its

@@ -223,11 +223,6 @@ void ConvEmitter::foldTap(Value* o0, Value* ci, Value* ky, int64_t kx, int chann
   }
 }
 
-// Whole planes (ConvSpec::wholePlanes). Work units (exec/parallel.h):
-// output planes, (image, channel) row-major, in blocks of t_.channels
-// channels where the range and the group allow and one channel elsewhere
-// (a channel's sums are the same either way, so results do not depend on
-// how the units are split).
 // Input channels a whole-plane convolution folds over all its output
 // channels before the next ones: as many as fill tiling.chunkBytes with
 // their planes, so that they are read from L2 by every block of output
@@ -249,6 +244,7 @@ int64_t ConvEmitter::planeChunkChannels() const {
   return 2 * per >= fit ? per : cg_;
 }
 
+// Whole planes, in chunks of input channels where they do not fit.
 void ConvEmitter::runPlanes() {
   const int64_t per = planeChunkChannels();
   if (per == cg_) return runPlaneUnits();
@@ -291,6 +287,11 @@ Value* ConvEmitter::planeBlockPtr(Value* n, Value* o0, int co, Value* q0, int p)
   return code_.vectorAt(y_, b_.CreateAdd(planeStart, b_.CreateAdd(q0, i64(p * t_.lanes))));
 }
 
+// Whole planes (ConvSpec::wholePlanes). Work units (exec/parallel.h):
+// output planes, (image, channel) row-major, in blocks of t_.channels
+// channels where the range and the group allow and one channel elsewhere
+// (a channel's sums are the same either way, so results do not depend on
+// how the units are split).
 void ConvEmitter::runPlaneUnits() {
   llvm::LLVMContext& ctx = b_.getContext();
   llvm::Function* fn = b_.GetInsertBlock()->getParent();

@@ -149,6 +149,19 @@ std::string optimizedIR(const Kernel& k) {
   return compiled ? compiled->optimizedIR : "";
 }
 
+// `k` optimised at O3 for the CPU LLVM names `cpu`, not run: what a test of
+// generated code expects, whatever CPU runs the test.
+std::string optimizedIRFor(const Kernel& k, const char* cpu) {
+  const cpu::CpuSubtarget& subtarget = subtargetNamed(cpu);
+  auto tm = cpu::createTargetMachine(subtarget.target, /*pic=*/true);
+  EXPECT_TRUE(tm) << tm.error().message();
+  if (!tm) return "";
+  llvm::LLVMContext ctx;
+  auto m = cpu::buildKernelModule({.kernels = std::span(&k, 1), .convs = {}}, ctx, **tm, subtarget, cpu::OptLevel::O3);
+  EXPECT_TRUE(m) << m.error().message();
+  return m ? cpu::printModule(**m) : "";
+}
+
 TEST(CpuJit, ColumnReductionsRunInColumnOrderAndVectorise) {
   Kernel sum = columnSumKernel(256, 64, DType::F32, DType::F32);
   std::string ir = optimizedIR(sum);
@@ -269,14 +282,7 @@ TEST(CpuJit, RowsOfSmallPlanesStayLoops) {
     Kernel bn = batchNormRelu6(16, 8, hw);
     for (const char* cpu : {"x86-64-v2", "haswell", "skylake-avx512", "znver3"}) {
       SCOPED_TRACE(str(cpu, ", planes of ", hw));
-      const cpu::CpuSubtarget& subtarget = subtargetNamed(cpu);
-      auto tm = cpu::createTargetMachine(subtarget.target, /*pic=*/true);
-      ASSERT_TRUE(tm) << tm.error().message();
-      llvm::LLVMContext ctx;
-      auto m = cpu::buildKernelModule({.kernels = std::span(&bn, 1), .convs = {}}, ctx, **tm, subtarget,
-                                      cpu::OptLevel::O3);
-      ASSERT_TRUE(m) << m.error().message();
-      const std::string ir = cpu::printModule(**m);
+      const std::string ir = optimizedIRFor(bn, cpu);
       // x is read as vectors only: the scalar loads are the channel's gamma,
       // beta and running averages (and the buffer pointers).
       EXPECT_EQ(count(ir, "load float, float*"), 4u) << ir;
@@ -303,14 +309,7 @@ TEST(CpuJit, PerChannelOperandsAreReadOncePerChannel) {
   const std::regex vectorExp(R"(call <[0-9]+ x float> @[^(]*exp)");
   for (const char* cpu : {"x86-64-v2", "haswell", "skylake-avx512"}) {
     SCOPED_TRACE(cpu);
-    const cpu::CpuSubtarget& subtarget = subtargetNamed(cpu);
-    auto tm = cpu::createTargetMachine(subtarget.target, /*pic=*/true);
-    ASSERT_TRUE(tm) << tm.error().message();
-    llvm::LLVMContext ctx;
-    auto m = cpu::buildKernelModule({.kernels = std::span(&k, 1), .convs = {}}, ctx, **tm, subtarget,
-                                    cpu::OptLevel::O3);
-    ASSERT_TRUE(m) << m.error().message();
-    const std::string ir = cpu::printModule(**m);
+    const std::string ir = optimizedIRFor(k, cpu);
     EXPECT_FALSE(std::regex_search(ir, vectorExp)) << "the gate is computed per pixel:\n" << ir;
     EXPECT_TRUE(std::regex_search(ir, std::regex(R"(store <[0-9]+ x float>)"))) << ir;
   }
