@@ -102,6 +102,15 @@ struct ConvSpec {
   // A Temp of taps x pixels elements (f64 for f64 convolutions, else f32)
   // holding one image-group's patch matrix; -1: none.
   int workspace = -1;
+  // conv2d's live_taps: per (input channel of the group modulo
+  // livePeriod(), tap ky * kw + kx), 0 where the filter is zero for every
+  // output channel; empty: every tap may be nonzero. Code may skip the 0s.
+  std::vector<int64_t> liveTaps;
+
+  int64_t livePeriod() const { return liveTaps.empty() ? 1 : static_cast<int64_t>(liveTaps.size()) / (kh * kw); }
+  bool liveTap(int64_t ci, int64_t ky, int64_t kx) const {
+    return liveTaps.empty() || liveTaps[static_cast<size_t>(((ci % livePeriod()) * kh + ky) * kw + kx)] != 0;
+  }
 
   // A 1x1 filter at stride 1 without padding: each output pixel reads its
   // own input pixel, whatever rows the planes are cut into.

@@ -1,23 +1,36 @@
-// conv-phases: a strided convolution over few input channels (an image
-// model's first layer) as a stride-1 convolution over the phases of its
-// input (space-to-depth), where the cpu target's rule says it pays
-// (passes/direct_conv.h, convPhasesPay):
+// conv-phases: a strided convolution as a stride-1 convolution over the
+// phases of its input (space-to-depth), where the cpu target's rules say it
+// pays (passes/direct_conv.h): over few input channels (an image model's
+// first layer, convPhasesPay), and over many where the stride-1
+// convolution takes its output planes whole (convPhasesTakePlanes: a
+// ResNet's 3x3 and 1x1 stride-2 layers, which otherwise run as im2col +
+// GEMM):
 //
 //   conv2d(x, w, b) {strides = [s, s], pads}
-//     -> xp = pad(x): the op's top and left pads, and bottom and right ones
-//             that make the extents multiples of s covering every window
+//     -> xp = pad(x) to extents that are multiples of s: first layers also
+//             by the op's top and left pads, and bottom and right ones
+//             covering every window
 //        phases = reshape(transpose(reshape(xp, [N, C, H/s, s, W/s, s]),
 //                                   [0, 1, 3, 5, 2, 4]), [N, C*s*s, H/s, W/s])
-//        y = conv2d(phases, w', b) {strides = [1, 1]}, sliced to the op's
-//            extents where it has more
+//        y = conv2d(phases, w', b) {strides = [1, 1], pads', live_taps},
+//            sliced to the op's extents where it has more
 //
-// with w'[o, (c*s + dy)*s + dx, i, j] = w[o, c, i*s + dy, j*s + dx] (zero
-// past w's taps), computed now: the filter must be fixed as the module
+// Input row r = s*oh + t - p of tap t (pad p, first layers p = 0 after
+// their pad) is phase q's row oh + m, where t - p = s*m + q; m runs over
+// [lo, hi] = [floor(-p/s), floor((k-1-p)/s)], so the phases' kernel has
+// hi - lo + 1 taps, tap i standing for m = i + lo, and pads' begin at -lo:
+//
+//   w'[o, (c*s + qy)*s + qx, i, j] = w[o, c, s*(i + lo) + qy + p, s*(j + lo) + qx + p]
+//
+// zero where that tap is outside w; live_taps marks those zeros (the same
+// for every c: a period of s*s channels), so that generated code leaves
+// them out and the stride-1 convolution does the op's multiplications, no
+// more. w' is computed now: the filter must be fixed as the module
 // compiles (a constant, or a parameter no function updates; a training
-// step's filters are left alone). Output element (oh, ow) of y reads the
-// same products as the op's, at the same taps: phases channel (c, dy, dx) at
-// (oh + i, ow + j) is xp[c, s*(oh + i) + dy, s*(ow + j) + dx].
+// step's filters are left alone).
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "ir/builder.h"
 #include "ir/support/strings.h"
@@ -30,26 +43,56 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// w [O, C, KH, KW] as the phases' filter [O, C*s*s, ceil(KH/s), ceil(KW/s)].
-Tensor phaseFilter(const Tensor& w, int64_t s) {
+// One axis of the phases' kernel: tap i stands for the op's tap
+// s*(i + lo) + q + pad of phase q.
+struct PhaseAxis {
+  int64_t lo = 0, taps = 0, pad = 0;
+  int64_t opTap(int64_t s, int64_t i, int64_t q) const { return s * (i + lo) + q + pad; }
+};
+
+int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The axis of a kernel of k taps at stride s whose input is padded by pad
+// (0 where the pad step took it).
+PhaseAxis phaseAxis(int64_t k, int64_t s, int64_t pad) {
+  const int64_t lo = floorDiv(-pad, s), hi = floorDiv(k - 1 - pad, s);
+  return {lo, hi - lo + 1, pad};
+}
+
+// w [O, C, KH, KW] as the phases' filter [O, C*s*s, ay.taps, ax.taps],
+// and which of its taps are live (one period of s*s channels).
+struct PhaseFilter {
+  Tensor filter;
+  std::vector<int64_t> live;
+};
+
+PhaseFilter phaseFilter(const Tensor& w, int64_t s, const PhaseAxis& ay, const PhaseAxis& ax) {
   const Shape& ws = w.type().shape;
-  const int64_t o = ws[0], c = ws[1], kh = ws[2], kw = ws[3], ph = ceilDiv(kh, s), pw = ceilDiv(kw, s);
+  const int64_t o = ws[0], c = ws[1], kh = ws[2], kw = ws[3], ph = ay.taps, pw = ax.taps;
   const std::vector<double> from = w.toDoubles();
   std::vector<double> to(static_cast<size_t>(o * c * s * s * ph * pw), 0.0);
-  for (int64_t oo = 0; oo < o; ++oo)
-    for (int64_t cc = 0; cc < c; ++cc)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x) {
-          const int64_t channel = (cc * s + y % s) * s + x % s;
-          to[static_cast<size_t>(((oo * c * s * s + channel) * ph + y / s) * pw + x / s)] =
-              from[static_cast<size_t>(((oo * c + cc) * kh + y) * kw + x)];
-        }
-  return Tensor::fromDoubles(TensorType(w.type().dtype, {o, c * s * s, ph, pw}), to);
+  std::vector<int64_t> live(static_cast<size_t>(s * s * ph * pw), 0);
+  for (int64_t q = 0; q < s * s; ++q)
+    for (int64_t i = 0; i < ph; ++i)
+      for (int64_t j = 0; j < pw; ++j) {
+        const int64_t y = ay.opTap(s, i, q / s), x = ax.opTap(s, j, q % s);
+        if (y < 0 || y >= kh || x < 0 || x >= kw) continue;
+        live[static_cast<size_t>((q * ph + i) * pw + j)] = 1;
+        for (int64_t oo = 0; oo < o; ++oo)
+          for (int64_t cc = 0; cc < c; ++cc)
+            to[static_cast<size_t>(((oo * c * s * s + cc * s * s + q) * ph + i) * pw + j)] =
+                from[static_cast<size_t>(((oo * c + cc) * kh + y) * kw + x)];
+      }
+  return {Tensor::fromDoubles(TensorType(w.type().dtype, {o, c * s * s, ph, pw}), to), std::move(live)};
 }
+
+// The phases of an input already split, by (input, stride, padding).
+using PhasesKey = std::tuple<Value*, int64_t, std::vector<int64_t>>;
+using KnownPhases = std::map<PhasesKey, Value*>;
 
 class Rewrite : NodeRewrite {
  public:
-  Rewrite(Graph& g, Node* n) : NodeRewrite(g, n) {}
+  Rewrite(Graph& g, Node* n, KnownPhases& phases) : NodeRewrite(g, n), phases_(phases) {}
 
   // Rewrites n_, or says why not (nothing built then).
   std::string run() {
@@ -63,29 +106,48 @@ class Rewrite : NodeRewrite {
     const int64_t s = strides[0], kh = w->type().shape[2], kw = w->type().shape[3];
     if (strides[1] != s || n_->attr("groups").asInt() != 1 || n_->attr("dilations").asInts() != std::vector<int64_t>{1, 1})
       return "not equal strides, one group and no dilation";
-    if (!convPhasesPay(xt.shape[1], s, kh, kw)) return "the phases do not pay (passes/direct_conv.h)";
+    if (!n_->attr("live_taps").asInts().empty()) return "its taps are already phases";
+    // First layers take their pads in the pad step (a convolution without
+    // padding); the others keep them in the convolution, whose planes are
+    // then as wide as its input's (convPhasesTakePlanes).
+    const bool firstLayer = convPhasesPay(xt.shape[1], s, kh, kw);
+    if (!firstLayer && !convPhasesTakePlanes(s, xt.shape[2], xt.shape[3], yt.shape[2], yt.shape[3], kh * kw))
+      return "the phases do not pay (passes/direct_conv.h)";
     const Tensor* data = fixedData(*w);
     if (!data) return "its filter changes as the module runs";
-    // Padded extents: multiples of s reaching past the last window.
-    std::vector<int64_t> padding(8, 0);
+    std::vector<int64_t> padding(8, 0), convPads(4, 0);
     Shape phaseShape = {xt.shape[0], xt.shape[1] * s * s, 0, 0};
+    PhaseAxis axes[2];
     for (int a = 0; a < 2; ++a) {
       const int64_t k = a == 0 ? kh : kw;
-      const int64_t extent = std::max((yt.shape[2 + a] - 1) * s + k, xt.shape[2 + a] + pads[a]);
+      const int64_t lead = firstLayer ? pads[a] : 0;
+      const int64_t extent = std::max(firstLayer ? (yt.shape[2 + a] - 1) * s + k : 0, xt.shape[2 + a] + lead);
       const int64_t padded = ceilDiv(extent, s) * s;
-      padding[2 + a] = pads[a];
-      padding[6 + a] = padded - xt.shape[2 + a] - pads[a];
+      padding[2 + a] = lead;
+      padding[6 + a] = padded - xt.shape[2 + a] - lead;
       phaseShape[2 + a] = padded / s;
+      axes[a] = phaseAxis(k, s, firstLayer ? 0 : pads[a]);
+      if (!firstLayer) {
+        convPads[a] = -axes[a].lo;
+        convPads[2 + a] = std::max<int64_t>(0, yt.shape[2 + a] - phaseShape[2 + a] + axes[a].lo + axes[a].taps - 1);
+      }
     }
-    Value* xp = padding == std::vector<int64_t>(8, 0) ? x : add(Op::Pad, {x}, {{"pads", Attribute(padding)}});
-    Value* split = add(Op::Reshape, {xp},
-                       {{"shape", Attribute(Shape{xt.shape[0], xt.shape[1], phaseShape[2], s, phaseShape[3], s})}});
-    Value* moved = add(Op::Transpose, {split}, {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 5, 2, 4})}});
-    Value* phases = add(Op::Reshape, {moved}, {{"shape", Attribute(phaseShape)}});
-    Value* filter = phaseFilterOf(w, *data, s);
+    // A ResNet block's 3x3 and 1x1 stride-2 convolutions read one x: one
+    // split serves both.
+    const PhasesKey key{x, s, padding};
+    auto known = phases_.find(key);
+    Value* phases = known != phases_.end() ? known->second : split(x, s, padding, phaseShape);
+    PhaseFilter pf = phaseFilter(*data, s, axes[0], axes[1]);
+    // The name says how the taps were regrouped: a filter shared by two
+    // convolutions of different pads gives two phase filters.
+    const std::string suffix = firstLayer ? str(s) : str(s, "p", pads[0], "x", pads[1]);
+    Value* filter = phaseFilterOf(w, std::move(pf.filter), suffix);
     std::vector<Value*> operands = {phases, filter};
     if (n_->numOperands() > 2) operands.push_back(n_->operand(2));
-    Value* y = add(Op::Conv2d, operands, {});
+    AttrMap attrs;
+    if (convPads != std::vector<int64_t>(4, 0)) attrs.emplace("pads", Attribute(convPads));
+    if (std::count(pf.live.begin(), pf.live.end(), 0) > 0) attrs.emplace("live_taps", Attribute(pf.live));
+    Value* y = add(Op::Conv2d, operands, attrs);
     if (!y) return fail("the stride-1 convolution could not be built");
     if (y->type().shape != yt.shape) {
       const Shape& got = y->type().shape;
@@ -98,23 +160,34 @@ class Rewrite : NodeRewrite {
     }
     if (!(y->type() == yt)) return fail("the rewrite's type differs from the result's");
     replaceWith(y);
+    phases_.emplace(key, phases);
     return "";
   }
 
  private:
+  // x padded by `padding` and split into its phases, of shape phaseShape.
+  Value* split(Value* x, int64_t s, const std::vector<int64_t>& padding, const Shape& phaseShape) {
+    const Shape& xs = x->type().shape;
+    Value* xp = padding == std::vector<int64_t>(8, 0) ? x : add(Op::Pad, {x}, {{"pads", Attribute(padding)}});
+    Value* rows = add(Op::Reshape, {xp}, {{"shape", Attribute(Shape{xs[0], xs[1], phaseShape[2], s, phaseShape[3], s})}});
+    Value* moved = add(Op::Transpose, {rows}, {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 5, 2, 4})}});
+    return add(Op::Reshape, {moved}, {{"shape", Attribute(phaseShape)}});
+  }
+
   // The phases' filter: a constant for a constant filter, else a frozen
-  // parameter `<name>.phases<s>` shared by every function of the module.
-  Value* phaseFilterOf(Value* w, const Tensor& data, int64_t s) {
-    Tensor filter = phaseFilter(data, s);
+  // parameter `<name>.phases<suffix>` shared by every function of the module.
+  Value* phaseFilterOf(Value* w, Tensor filter, const std::string& suffix) {
     if (w->kind() != Value::Kind::Param) return add(Op::Constant, {}, {{"value", Attribute(std::move(filter))}});
     Module& m = *g_.module();
-    const std::string name = str(w->name(), ".phases", s);
+    const std::string name = str(w->name(), ".phases", suffix);
     if (const Param* existing = m.findParam(name))
       return existing->type == filter.type() ? g_.paramValue(name) : nullptr;
     m.addParam(name, filter.type(), /*trainable=*/false);
     m.setParamData(name, std::move(filter));
     return g_.paramValue(name);
   }
+
+  KnownPhases& phases_;
 };
 
 class ConvPhasesPass : public Pass {
@@ -122,12 +195,13 @@ class ConvPhasesPass : public Pass {
   std::string_view name() const override { return "conv-phases"; }
   PassResult run(Graph& g, const PassContext& ctx) override {
     bool changed = false;
+    KnownPhases phases;
     for (Node* n : g.nodes()) {
       if (!n->is(Op::Conv2d)) continue;
       const std::string result = n->result()->name();
       const std::vector<int64_t> strides = n->attr("strides").asInts();
       if (strides[0] == 1 && strides[1] == 1) continue;  // nothing to say about most convolutions
-      std::string why = Rewrite(g, n).run();
+      std::string why = Rewrite(g, n, phases).run();
       if (why.empty()) {
         changed = true;
         if (ctx.remarks) ctx.diag->remark(std::string(name()), str(result, ": conv2d over its input's phases"));

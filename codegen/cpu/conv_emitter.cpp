@@ -48,7 +48,7 @@ class ConvEmitter {
   void runPlanes();
   void runPlaneUnits();
   int64_t planeChunkChannels() const;
-  void planeChannels(const char* name, const std::function<void(Value*)>& body);
+  void planeChannels(const char* name, const std::function<void(Value*, int64_t)>& body);
   void initPlaneAccumulators(Value* n, Value* o0, int channels, Value* q0, int64_t firstPixel, int vectors);
   Value* planeBlockPtr(Value* n, Value* o0, int co, Value* q0, int p);
   void emitPlanes(Value* n, Value* g, Value* o0, int channels);
@@ -236,12 +236,14 @@ void ConvEmitter::foldTap(Value* o0, Value* ci, Value* ky, int64_t kx, int chann
 // chunked convolution (EfficientNet-B0 compiled in 9.7 s instead of 3.1).
 // Without a divisor of at least half what fits, one chunk.
 int64_t ConvEmitter::planeChunkChannels() const {
+  // In whole periods of the live taps' pattern (planeChannels unrolls one).
+  const int64_t period = c_.livePeriod(), units = cg_ / period;
   const int64_t planeBytes = c_.h * c_.wd * int64_t{sizeof(float)};
-  const int64_t fit = std::max<int64_t>(1, t_.chunkBytes / planeBytes);
-  if (fit >= cg_) return cg_;
+  const int64_t fit = std::max<int64_t>(1, t_.chunkBytes / (planeBytes * period));
+  if (fit >= units) return cg_;
   int64_t per = fit;
-  while (cg_ % per != 0) --per;
-  return 2 * per >= fit ? per : cg_;
+  while (units % per != 0) --per;
+  return 2 * per >= fit ? per * period : cg_;
 }
 
 // Whole planes, in chunks of input channels where they do not fit.
@@ -255,10 +257,16 @@ void ConvEmitter::runPlanes() {
   }, /*rolled=*/true);  // each chunk's code is the whole convolution's
 }
 
-// The group's input channels, or this chunk's.
-void ConvEmitter::planeChannels(const char* name, const std::function<void(Value*)>& body) {
-  if (!ciBegin_) return code_.loop(cg_, name, body);
-  code_.loop(planeChunkChannels(), name, [&](Value* i) { body(b_.CreateAdd(ciBegin_, i)); });
+// The group's input channels, or this chunk's, with each one's place in
+// the live taps' period (ConvSpec::liveTap): the loop runs over periods,
+// their channels unrolled, so that each channel's dead taps are left out.
+void ConvEmitter::planeChannels(const char* name, const std::function<void(Value*, int64_t)>& body) {
+  const int64_t period = c_.livePeriod(), count = ciBegin_ ? planeChunkChannels() : cg_;
+  code_.loop(count / period, name, [&](Value* i) {
+    Value* first = period == 1 ? i : b_.CreateMul(i, i64(period));
+    if (ciBegin_) first = b_.CreateAdd(ciBegin_, first);
+    for (int64_t phase = 0; phase < period; ++phase) body(phase == 0 ? first : b_.CreateAdd(first, i64(phase)), phase);
+  });
 }
 
 // The accumulators of a plane block: the bias in the first chunk, the
@@ -412,10 +420,11 @@ void ConvEmitter::emitInteriorBlock(Value* n, Value* g, Value* o0, int channels,
   auto* maskVec = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes));
   Value* masks = b_.CreateBitCast(interiorMasks_, b_.getInt32Ty()->getPointerTo());
   initPlaneAccumulators(n, o0, channels, q0, -1, t_.vectors);
-  planeChannels("ci", [&](Value* ci) {
+  planeChannels("ci", [&](Value* ci, int64_t phase) {
     Value* base = b_.CreateAdd(b_.CreateMul(inputPlane(n, g, ci), i64(c_.h * c_.wd)), q0);
     for (int64_t t = 0; t < taps; ++t) {
       const int64_t ky = t / c_.kw, kx = t % c_.kw;
+      if (!c_.liveTap(phase, ky, kx)) continue;
       std::vector<Value*> in;
       for (int64_t p = 0; p < vectors; ++p) {
         Value* v = code_.load(code_.vectorAt(x_, b_.CreateAdd(base, i64(planeTapOffset(ky, kx) + p * lanes))),
@@ -455,10 +464,11 @@ void ConvEmitter::storePlaneBlock(Value* n, Value* o0, int channels, Value* q0, 
 void ConvEmitter::emitPlaneBlock(Value* n, Value* g, Value* o0, int channels, int64_t q0, int vectors) {
   const int64_t lanes = t_.lanes;
   initPlaneAccumulators(n, o0, channels, i64(q0), q0, vectors);
-  planeChannels("ci", [&](Value* ci) {
+  planeChannels("ci", [&](Value* ci, int64_t phase) {
     Value* start = b_.CreateMul(inputPlane(n, g, ci), i64(c_.h * c_.wd));
     for (int64_t ky = 0; ky < c_.kh; ++ky)
       for (int64_t kx = 0; kx < c_.kw; ++kx) {
+        if (!c_.liveTap(phase, ky, kx)) continue;
         std::vector<Value*> in;
         for (int p = 0; p < vectors; ++p) in.push_back(loadPlaneInputs(start, q0 + p * lanes, ky, kx));
         foldTap(o0, ci, i64(ky), kx, channels, in);

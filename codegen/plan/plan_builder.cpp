@@ -339,6 +339,7 @@ class PlanBuilder {
     c.padLeft = pads[1];
     c.dilH = dil[0];
     c.dilW = dil[1];
+    if (n.is(Op::Conv2d)) c.liveTaps = n.attr("live_taps").asInts();
     // A pointwise NCHW convolution's planes as rows long enough to fill
     // vectors (ops::pointwiseRowsJoined): the same memory, the same sums.
     if (!c.channelsLast && c.pointwise()) {

@@ -57,7 +57,7 @@ ojson writeGemm(const GemmSpec& g) {
 }
 
 ojson writeConv(const ConvSpec& c) {
-  return ojson{{"x", c.x},
+  ojson o{{"x", c.x},
                {"w", c.w},
                {"bias", c.bias},
                {"y", c.y},
@@ -81,6 +81,8 @@ ojson writeConv(const ConvSpec& c) {
                {"dilW", c.dilW},
                {"channelsLast", c.channelsLast},
                {"filterLast", c.filterLast}};
+  if (!c.liveTaps.empty()) o["liveTaps"] = c.liveTaps;  // absent: every tap live (older packages too)
+  return o;
 }
 
 ojson writeStep(const Step& s) {
@@ -382,6 +384,13 @@ class PlanReader {
       c.padLeft = intAt(o, "padLeft", 0, kMaxConvDim);
       c.channelsLast = boolAt(o, "channelsLast");
       c.filterLast = boolAt(o, "filterLast");
+      if (o.contains("liveTaps")) {
+        c.liveTaps = intsAt(o, "liveTaps", 0, 1);
+        const Wide taps = Wide(c.kh) * c.kw, size = static_cast<Wide>(c.liveTaps.size());
+        if (size == 0 || size % taps != 0 || (c.c / c.groups) % static_cast<int64_t>(size / taps) != 0)
+          fail(str("liveTaps has ", c.liveTaps.size(), " entries, not a period of the group's channels times ", c.kh,
+                   "x", c.kw, " taps"));
+      }
       if (c.c % c.groups != 0 || c.o % c.groups != 0)
         fail(str(c.c, " channels in, ", c.o, " out do not split into ", c.groups, " groups"));
       DType dt = typeOf(c.y).dtype;

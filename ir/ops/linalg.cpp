@@ -172,11 +172,28 @@ Expected<ConvPlan> planConvOf(const OpCall& c, const TensorType& xType, std::str
   return p;
 }
 
+// live_taps, when given: one 0/1 per (input channel modulo a period P,
+// tap), P dividing the group's channels; a 0 promises that the filter is
+// zero there for every output channel (conv-phases writes such filters), so
+// code may leave those products out. The reference reads the zeros.
+Status checkLiveTaps(const OpCall& c, const ConvPlan& p) {
+  const std::vector<int64_t>& live = c.getInts("live_taps");
+  if (live.empty()) return Status::ok();
+  const int64_t taps = p.w.kh * p.w.kw, size = static_cast<int64_t>(live.size());
+  if (size % taps != 0 || p.w.i % (size / taps) != 0)
+    return Error(str("attribute live_taps has ", size, " entries, not a period of ", p.w.i,
+                     " input channels times ", taps, " taps"));
+  for (int64_t v : live)
+    if (v != 0 && v != 1) return Error(str("attribute live_taps = ", ops::listText(live), " holds a value other than 0 and 1"));
+  return Status::ok();
+}
+
 Expected<ConvPlan> planConv(const OpCall& c) {
   KF_RETURN_IF_ERROR(ops::requireFloat(c, 0));
   KF_RETURN_IF_ERROR(ops::requireSameDType(c, 0, 1));
   KF_ASSIGN_OR_RETURN(ConvPlan p, planConvOf(c, c.inputs[0], "operand 0", c.inputs[1], "operand 1"));
   KF_RETURN_IF_ERROR(checkBias(c, p));
+  KF_RETURN_IF_ERROR(checkLiveTaps(c, p));
   return p;
 }
 
@@ -350,10 +367,12 @@ void registerConv2d(OpRegistry& r) {
   d.name = "conv2d";
   d.summary =
       "2-D convolution (cross-correlation) of x NCHW/NHWC with w OIHW/OHWI [O, C/groups, kH, kW] plus optional "
-      "bias [O]; pads are (top, left, bottom, right)";
+      "bias [O]; pads are (top, left, bottom, right); live_taps: 0 where w is zero for every output channel, per "
+      "(input channel modulo a period, tap), so code may skip it";
   d.minInputs = 2;
   d.maxInputs = 3;
   d.attrs = convAttrs();
+  d.attrs.push_back({"live_taps", AttrKind::Ints, Attribute(std::vector<int64_t>{})});
   d.fusion = FusionClass::GemmLike;
   // The result keeps the input's tag: plain stays plain, NHWC stays NHWC.
   d.infer = [](const OpCall& c) -> Expected<std::vector<TensorType>> {
