@@ -111,8 +111,13 @@ class Rewrite : NodeRewrite {
     // padding); the others keep them in the convolution, whose planes are
     // then as wide as its input's (convPhasesTakePlanes).
     const bool firstLayer = convPhasesPay(xt.shape[1], s, kh, kw);
-    if (!firstLayer && !convPhasesTakePlanes(s, xt.shape[2], xt.shape[3], yt.shape[2], yt.shape[3], kh * kw))
-      return "the phases do not pay (passes/direct_conv.h)";
+    if (!firstLayer && !takesPlanes(*n_)) return "the phases do not pay (passes/direct_conv.h)";
+    // A 1x1 filter reads one phase in s*s: a split of its own writes s*s
+    // times what it reads (ResNet-50's downsamples: 3.0 ms with a 0.23 ms
+    // split against 3.1 as im2col + GEMM over 56x56, 3.3 against 2.9 over
+    // 28x28), so it takes phases another layer splits (a ResNet-18 block's
+    // 3x3 and 1x1 layers read one x).
+    if (!firstLayer && kh * kw == 1 && !sharesSplit(x, s)) return "a 1x1 filter over phases no other layer splits";
     const Tensor* data = fixedData(*w);
     if (!data) return "its filter changes as the module runs";
     std::vector<int64_t> padding(8, 0), convPads(4, 0);
@@ -165,6 +170,29 @@ class Rewrite : NodeRewrite {
   }
 
  private:
+  // Whether conv2d m is a strided layer the phases take whole planes of
+  // (convPhasesTakePlanes), its filter fixed.
+  static bool takesPlanes(const Node& m) {
+    const TensorType &xt = m.operand(0)->type(), &wt = m.operand(1)->type(), &yt = m.result()->type();
+    const std::vector<int64_t> strides = m.attr("strides").asInts();
+    return strides[0] == strides[1] && m.attr("groups").asInt() == 1 && xt.rank() == 4 && wt.rank() == 4 &&
+           m.attr("dilations").asInts() == std::vector<int64_t>{1, 1} && fixedData(*m.operand(1)) &&
+           convPhasesTakePlanes(strides[0], xt.shape[2], xt.shape[3], yt.shape[2], yt.shape[3], wt.shape[2] * wt.shape[3]);
+  }
+
+  // Whether another layer over x at stride s splits it (one done, or one
+  // of more than one tap to come).
+  bool sharesSplit(Value* x, int64_t s) const {
+    for (const auto& [key, phases] : phases_)
+      if (std::get<0>(key) == x && std::get<1>(key) == s) return true;
+    for (const Use& u : x->uses()) {
+      const Node& m = *u.user;
+      if (&m == n_ || !m.is(Op::Conv2d) || u.operandIndex != 0 || m.attr("strides").asInts()[0] != s) continue;
+      if (m.operand(1)->type().shape[2] * m.operand(1)->type().shape[3] > 1 && takesPlanes(m)) return true;
+    }
+    return false;
+  }
+
   // x padded by `padding` and split into its phases, of shape phaseShape.
   Value* split(Value* x, int64_t s, const std::vector<int64_t>& padding, const Shape& phaseShape) {
     const Shape& xs = x->type().shape;

@@ -165,29 +165,38 @@ TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
 // Strided layers over more channels run over their input's phases where
 // the stride-1 convolution takes whole planes (convPhasesTakePlanes), with
 // live_taps so that the phases' zero taps are left out: the cpu target's
-// results are the interpreter's for 3x3, 1x1, 5x5 and 4x4 filters, stride
-// 3 (a period of nine phases), planes folded in chunks of input channels
-// (64 channels of 14x14 phases), and the layers the rule keeps (a 1x1
-// filter over 7x7 outputs, odd extents).
+// results are the interpreter's for 3x3, 5x5 and 4x4 filters, stride 3 (a
+// period of nine phases), planes folded in chunks of input channels (64
+// channels of 14x14 phases), and a 1x1 filter beside a 3x3 one over the
+// same input (one split; the 1x1's joined rows are taken whole, leaving
+// out three phases in four). Kept: a 1x1 filter alone, odd extents.
 TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
   struct Case {
     int64_t c, h, o, k, stride, pad;
-    bool bias, rewritten;
+    bool bias, rewritten, partner;  // partner: a 3x3 pad-1 layer over x too
   };
-  const Case cases[] = {{16, 28, 8, 3, 2, 1, true, true},   {64, 28, 8, 3, 2, 1, false, true},
-                        {16, 28, 8, 1, 2, 0, false, true},  {8, 14, 16, 3, 2, 1, true, true},
-                        {6, 16, 5, 5, 2, 2, true, true},    {5, 12, 3, 4, 2, 1, false, true},
-                        {4, 18, 3, 3, 3, 1, true, true},    {8, 14, 4, 1, 2, 0, false, false},
-                        {8, 15, 4, 3, 2, 1, true, false}};
+  const Case cases[] = {{16, 28, 8, 3, 2, 1, true, true, false},  {64, 28, 8, 3, 2, 1, false, true, false},
+                        {16, 28, 8, 1, 2, 0, false, true, true},   {8, 14, 16, 3, 2, 1, true, true, false},
+                        {6, 16, 5, 5, 2, 2, true, true, false},    {5, 12, 3, 4, 2, 1, false, true, false},
+                        {4, 18, 3, 3, 3, 1, true, true, false},    {16, 28, 8, 1, 2, 0, false, false, false},
+                        {8, 15, 4, 3, 2, 1, true, false, false}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(str(c.c, "x", c.h, "x", c.h, " -> ", c.o, ", ", c.k, "x", c.k, " stride ", c.stride, " pad ", c.pad));
+    SCOPED_TRACE(str(c.c, "x", c.h, "x", c.h, " -> ", c.o, ", ", c.k, "x", c.k, " stride ", c.stride, " pad ", c.pad,
+                     c.partner ? " beside a 3x3" : ""));
     const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1;
+    const std::string y = str("f32[2,", c.o, ",", oh, ",", oh, "]");
+    const std::string partner =
+        c.partner ? str("    %v = constant {value = ", denseText({c.o, c.c, 3, 3}, 5), "} : f32[", c.o, ",", c.c,
+                        ",3,3]\n    %z = conv2d %x, %v {strides = [", c.stride, ", ", c.stride, "], pads = [1, 1, 1, 1]} : ",
+                        y, "\n")
+                  : "";
     const std::string text = str(
-        "module @m {\n  func @main(%x: f32[2,", c.c, ",", c.h, ",", c.h, "]) -> (f32[2,", c.o, ",", oh, ",", oh,
-        "]) {\n    %w = constant {value = ", denseText({c.o, c.c, c.k, c.k}, 3), "} : f32[", c.o, ",", c.c, ",", c.k,
+        "module @m {\n  func @main(%x: f32[2,", c.c, ",", c.h, ",", c.h, "]) -> (", y, c.partner ? str(", ", y) : "",
+        ") {\n    %w = constant {value = ", denseText({c.o, c.c, c.k, c.k}, 3), "} : f32[", c.o, ",", c.c, ",", c.k,
         ",", c.k, "]\n", c.bias ? str("    %b = constant {value = ", denseText({c.o}, 7), "} : f32[", c.o, "]\n") : "",
         "    %y = conv2d %x, %w", c.bias ? ", %b" : "", " {strides = [", c.stride, ", ", c.stride, "], pads = [", c.pad,
-        ", ", c.pad, ", ", c.pad, ", ", c.pad, "]} : f32[2,", c.o, ",", oh, ",", oh, "]\n    return %y\n  }\n}\n");
+        ", ", c.pad, ", ", c.pad, ", ", c.pad, "]} : ", y, "\n", partner, "    return %y", c.partner ? ", %z" : "",
+        "\n  }\n}\n");
     auto phased = parseModule(text, "m.kir");
     ASSERT_TRUE(phased) << phased.error().message() << "\n" << text;
     auto pass = parsePipeline("conv-phases");
@@ -195,22 +204,27 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
     PassManager pm;
     pm.add(std::move(*pass));
     ASSERT_TRUE(pm.run(**phased, PassContext{}));
-    int strided = 0, live = 0;
-    for (const Node* n : (*phased)->functions().front()->nodes())
+    int strided = 0, live = 0, splits = 0;
+    for (const Node* n : (*phased)->functions().front()->nodes()) {
       if (n->is(Op::Conv2d)) {
         strided += n->attr("strides").asInts()[0] != 1;
         live += !n->attr("live_taps").asInts().empty();
       }
-    EXPECT_EQ(strided, c.rewritten ? 0 : 1);
-    EXPECT_EQ(live, c.rewritten ? 1 : 0);
+      splits += n->is(Op::Transpose);
+    }
+    const int layers = c.partner ? 2 : 1;
+    EXPECT_EQ(strided, c.rewritten ? 0 : layers);
+    EXPECT_EQ(live, c.rewritten ? layers : 0);
+    EXPECT_EQ(splits, c.rewritten ? 1 : 0);
 
     std::vector<double> x(static_cast<size_t>(2 * c.c * c.h * c.h));
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29 * static_cast<double>(i));
     const std::vector<Tensor> args = {Tensor::fromDoubles(TensorType(DType::F32, {2, c.c, c.h, c.h}), x)};
     const std::vector<Tensor> want = runOn(text, "interpreter", args), got = runOn(text, "cpu", args);
-    ASSERT_EQ(want.size(), 1u);
-    ASSERT_EQ(got.size(), 1u);
-    EXPECT_EQ(test::compareTensors(got[0], want[0], 1e-5, 1e-5), "");
+    ASSERT_EQ(want.size(), static_cast<size_t>(layers));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(test::compareTensors(got[i], want[i], 1e-5, 1e-5), "") << "result " << i;
   }
 }
 
