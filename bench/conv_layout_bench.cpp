@@ -80,6 +80,14 @@ std::vector<Shape> shapes(bool probes) {
   s.push_back({"p.48x64", 1, 64, 48, 48, 64, 3, 1, 1, 1, 1});
   s.push_back({"p.44x64", 1, 64, 44, 44, 64, 3, 1, 1, 1, 1});
   s.push_back({"p.30x32", 1, 32, 30, 30, 32, 3, 1, 1, 1, 1});
+  // Rows whose last vector misses one lane, or more (SqueezeNet's 55-pixel
+  // fire layers and its 111-pixel stride-2 first layer).
+  s.push_back({"sq.conv1", 1, 3, 224, 224, 64, 3, 2, 0, 1, 1});
+  s.push_back({"sq.fire2.e3", 1, 16, 55, 55, 64, 3, 1, 1, 1, 1});
+  for (int64_t w : {55, 54, 53, 51, 47, 39, 31, 23})
+    s.push_back({w == 55 ? "p.55x64" : w == 54 ? "p.54x64" : w == 53 ? "p.53x64" : w == 51 ? "p.51x64" : w == 47 ? "p.47x64"
+                 : w == 39 ? "p.39x64" : w == 31 ? "p.31x64" : "p.23x64",
+                 1, 64, w, w, 64, 3, 1, 1, 1, 1});
   // Depthwise convolutions of MobileNetV2's training benchmark (batch 16,
   // 64x64 images) and of its inference at 224x224 (runtime/cpu_depthwise).
   s.push_back({"mb.dw32.b16", 16, 96, 32, 32, 96, 3, 1, 1, 96, 1});

@@ -26,9 +26,13 @@ inline bool directConvComputes(bool channelsLast, int64_t strideW) {
 // against 1.71 ms as im2col + GEMM, its 28- and 56-pixel rows 1.73 against
 // 1.80 and 1.63 against 2.30 ms (bench/conv_layout_bench).
 // Without `partialVectors` (a CPU whose masked loads are slow: AVX2's
-// vmaskmovps), rows must also end in a whole vector: at 8 lanes, rows of
-// 14, 20 and 28 pixels ran 0.84-0.97x im2col + GEMM's speed directly, rows
-// of 16, 32, 48 and 56 1.1-1.4x (conv_layout_bench --cpu=haswell --probes).
+// vmaskmovps), rows must also end in a whole vector, or in one that misses
+// a single lane of 8 or more: at 8 lanes, rows of 14, 20 and 28 pixels ran
+// 0.84-0.97x im2col + GEMM's speed directly, rows of 16, 32, 48 and 56
+// 1.1-1.4x; rows of 39, 47 and 55 (one lane short) 1.07-1.14x, SqueezeNet's
+// 55-pixel fire layers 1.20x and its 111-pixel stride-2 first layer 1.04x,
+// where 54 ran 0.99x and 51 and 53 0.94-0.98x (conv_layout_bench
+// --cpu=haswell --probes, 64 channels, planes too large to be taken whole).
 // Whether `pixels` fill at least three quarters of the `lanes`-wide
 // vectors they take.
 inline bool fillsThreeQuarters(int64_t pixels, int64_t lanes) {
@@ -38,7 +42,7 @@ inline bool fillsThreeQuarters(int64_t pixels, int64_t lanes) {
 
 inline bool directConvRowsFill(int64_t ow, int64_t lanes, bool partialVectors) {
   if (ow <= lanes || lanes < 1) return false;
-  if (!partialVectors && ow % lanes != 0) return false;
+  if (!partialVectors && ow % lanes != 0 && (lanes < 8 || ow % lanes != lanes - 1)) return false;
   return fillsThreeQuarters(ow, lanes);
 }
 

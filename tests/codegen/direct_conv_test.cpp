@@ -312,10 +312,15 @@ TEST(DirectConv, RunsWhereItsVectorsAreFull) {
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(20), DType::F32, avx512));     // 20 of 32
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(14), DType::F32, avx512));     // one vector a row
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(14), DType::F32, {8, 2, 4}));  // 14 of 16
-  // Where masked loads are slow, rows end in whole vectors.
+  // Where masked loads are slow, rows end in whole vectors, or in one a
+  // lane short of 8 or more.
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(14), DType::F32, {8, 2, 6, false}));
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(16), DType::F32, {8, 2, 6, false}));
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(56), DType::F32, {8, 2, 6, false}));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(55), DType::F32, {8, 2, 6, false}));
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(54), DType::F32, {8, 2, 6, false}));
+  EXPECT_FALSE(cpu::directConvFits(nchw3x3(23), DType::F32, {4, 2, 4, false}));
+  EXPECT_TRUE(cpu::directConvFits(nchw3x3(24), DType::F32, {4, 2, 4, false}));
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(32), DType::F16, avx512));    // widened to f32 first
   EXPECT_FALSE(cpu::directConvFits(nchw3x3(32), DType::F64, avx512));
   // Small planes run whole where they fill three quarters of the lanes
