@@ -316,6 +316,24 @@ TEST(CpuJit, PerChannelOperandsAreReadOncePerChannel) {
   EXPECT_TRUE(matchesInterpreter(k, Tolerance{1e-5, 1e-6}, 3));
 }
 
+// A short innermost loop whose stores run contiguous is vectorised: LLVM
+// leaves loops under 16 iterations scalar unless told. The split of a
+// conv-phases layer's 28x28 input (14-float rows read at stride 2) ran
+// scalar, 600 KB in 74-121 us; 36 us vectorised.
+TEST(CpuJit, ShortContiguousRowsAreVectorised) {
+  KernelBuilder b("split", {8, 2, 2, 14, 14}, {});
+  int x = b.input(DType::F32, {8, 28, 28});
+  int y = b.output(DType::F32, {8, 2, 2, 14, 14});
+  b.store(y, {784, 392, 196, 14, 1}, b.load(x, {784, 28, 1, 56, 2}));
+  Kernel k = b.build();
+  for (const char* cpu : {"haswell", "skylake-avx512"}) {
+    SCOPED_TRACE(cpu);
+    const std::string ir = optimizedIRFor(k, cpu);
+    EXPECT_TRUE(std::regex_search(ir, std::regex(R"(store <[0-9]+ x float>)"))) << "the rows run scalar:\n" << ir;
+  }
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance{0, 0}));
+}
+
 // Softmax's element store recomputes the exponentials its sum added up; the
 // sum loop keeps them in the output and the store reads them back
 // (kernel::findKeptSum), also when the output is written in place over the
