@@ -104,13 +104,14 @@ class Rewrite : NodeRewrite {
     if (w->type().layout != Layout::Plain && w->type().layout != Layout::OIHW) return "not an OIHW filter";
     const std::vector<int64_t> strides = n_->attr("strides").asInts(), pads = n_->attr("pads").asInts();
     const int64_t s = strides[0], kh = w->type().shape[2], kw = w->type().shape[3];
-    if (strides[1] != s || n_->attr("groups").asInt() != 1 || n_->attr("dilations").asInts() != std::vector<int64_t>{1, 1})
-      return "not equal strides, one group and no dilation";
+    const int64_t groups = n_->attr("groups").asInt();
+    if (strides[1] != s || n_->attr("dilations").asInts() != std::vector<int64_t>{1, 1})
+      return "not equal strides and no dilation";
     if (!n_->attr("live_taps").asInts().empty()) return "its taps are already phases";
     // First layers take their pads in the pad step (a convolution without
     // padding); the others keep them in the convolution, whose planes are
     // then as wide as its input's (convPhasesTakePlanes).
-    const bool firstLayer = convPhasesPay(xt.shape[1], s, kh, kw);
+    const bool firstLayer = groups == 1 && convPhasesPay(xt.shape[1], s, kh, kw);
     if (!firstLayer && !takesPlanes(*n_)) return "the phases do not pay (passes/direct_conv.h)";
     // A 1x1 filter reads one phase in s*s: a split of its own writes s*s
     // times what it reads (ResNet-50's downsamples: 3.0 ms with a 0.23 ms
@@ -151,6 +152,7 @@ class Rewrite : NodeRewrite {
     if (n_->numOperands() > 2) operands.push_back(n_->operand(2));
     AttrMap attrs;
     if (convPads != std::vector<int64_t>(4, 0)) attrs.emplace("pads", Attribute(convPads));
+    if (groups != 1) attrs.emplace("groups", Attribute(groups));
     if (std::count(pf.live.begin(), pf.live.end(), 0) > 0) attrs.emplace("live_taps", Attribute(pf.live));
     Value* y = add(Op::Conv2d, operands, attrs);
     if (!y) return fail("the stride-1 convolution could not be built");
@@ -175,7 +177,7 @@ class Rewrite : NodeRewrite {
   static bool takesPlanes(const Node& m) {
     const TensorType &xt = m.operand(0)->type(), &wt = m.operand(1)->type(), &yt = m.result()->type();
     const std::vector<int64_t> strides = m.attr("strides").asInts();
-    return strides[0] == strides[1] && m.attr("groups").asInt() == 1 && xt.rank() == 4 && wt.rank() == 4 &&
+    return strides[0] == strides[1] && xt.rank() == 4 && wt.rank() == 4 &&
            m.attr("dilations").asInts() == std::vector<int64_t>{1, 1} && fixedData(*m.operand(1)) &&
            convPhasesTakePlanes(strides[0], xt.shape[2], xt.shape[3], yt.shape[2], yt.shape[3], wt.shape[2] * wt.shape[3]);
   }

@@ -166,7 +166,8 @@ TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
 // the stride-1 convolution takes whole planes (convPhasesTakePlanes), with
 // live_taps so that the phases' zero taps are left out: the cpu target's
 // results are the interpreter's for 3x3, 5x5 and 4x4 filters, stride 3 (a
-// period of nine phases), planes folded in chunks of input channels (64
+// period of nine phases), depthwise and grouped layers (each group's
+// channels' phases stay in the group), planes folded in chunks of input channels (64
 // channels of 14x14 phases), and a 1x1 filter beside a 3x3 one over the
 // same input (one split; the 1x1's joined rows are taken whole, leaving
 // out three phases in four). Kept: a 1x1 filter alone, odd extents.
@@ -174,15 +175,17 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
   struct Case {
     int64_t c, h, o, k, stride, pad;
     bool bias, rewritten, partner;  // partner: a 3x3 pad-1 layer over x too
+    int64_t groups = 1;
   };
   const Case cases[] = {{16, 28, 8, 3, 2, 1, true, true, false},  {64, 28, 8, 3, 2, 1, false, true, false},
                         {16, 28, 8, 1, 2, 0, false, true, true},   {8, 14, 16, 3, 2, 1, true, true, false},
                         {6, 16, 5, 5, 2, 2, true, true, false},    {5, 12, 3, 4, 2, 1, false, true, false},
                         {4, 18, 3, 3, 3, 1, true, true, false},    {16, 28, 8, 1, 2, 0, false, false, false},
-                        {8, 15, 4, 3, 2, 1, true, false, false}};
+                        {8, 15, 4, 3, 2, 1, true, false, false},   {16, 28, 16, 3, 2, 1, true, true, false, 16},
+                        {16, 14, 8, 3, 2, 1, false, true, false, 4}, {8, 28, 8, 5, 2, 2, true, true, false, 8}};
   for (const Case& c : cases) {
     SCOPED_TRACE(str(c.c, "x", c.h, "x", c.h, " -> ", c.o, ", ", c.k, "x", c.k, " stride ", c.stride, " pad ", c.pad,
-                     c.partner ? " beside a 3x3" : ""));
+                     " groups ", c.groups, c.partner ? " beside a 3x3" : ""));
     const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1;
     const std::string y = str("f32[2,", c.o, ",", oh, ",", oh, "]");
     const std::string partner =
@@ -192,10 +195,12 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
                   : "";
     const std::string text = str(
         "module @m {\n  func @main(%x: f32[2,", c.c, ",", c.h, ",", c.h, "]) -> (", y, c.partner ? str(", ", y) : "",
-        ") {\n    %w = constant {value = ", denseText({c.o, c.c, c.k, c.k}, 3), "} : f32[", c.o, ",", c.c, ",", c.k,
-        ",", c.k, "]\n", c.bias ? str("    %b = constant {value = ", denseText({c.o}, 7), "} : f32[", c.o, "]\n") : "",
+        ") {\n    %w = constant {value = ", denseText({c.o, c.c / c.groups, c.k, c.k}, 3), "} : f32[", c.o, ",",
+        c.c / c.groups, ",", c.k, ",", c.k, "]\n",
+        c.bias ? str("    %b = constant {value = ", denseText({c.o}, 7), "} : f32[", c.o, "]\n") : "",
         "    %y = conv2d %x, %w", c.bias ? ", %b" : "", " {strides = [", c.stride, ", ", c.stride, "], pads = [", c.pad,
-        ", ", c.pad, ", ", c.pad, ", ", c.pad, "]} : ", y, "\n", partner, "    return %y", c.partner ? ", %z" : "",
+        ", ", c.pad, ", ", c.pad, ", ", c.pad, "], groups = ", c.groups, "} : ", y, "\n", partner, "    return %y",
+        c.partner ? ", %z" : "",
         "\n  }\n}\n");
     auto phased = parseModule(text, "m.kir");
     ASSERT_TRUE(phased) << phased.error().message() << "\n" << text;
