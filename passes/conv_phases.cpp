@@ -1,10 +1,12 @@
 // conv-phases: a strided convolution as a stride-1 convolution over the
 // phases of its input (space-to-depth), where the cpu target's rules say it
 // pays (passes/direct_conv.h): over few input channels (an image model's
-// first layer, convPhasesPay), and over many where the stride-1
-// convolution takes its output planes whole (convPhasesTakePlanes: a
-// ResNet's 3x3 and 1x1 stride-2 layers, which otherwise run as im2col +
-// GEMM):
+// first layer, convPhasesPay), and over many, grouped or depthwise, where
+// the stride-1 convolution takes its output planes whole
+// (convPhasesTakePlanes: a ResNet's 3x3 and 1x1 stride-2 layers, which
+// otherwise run as im2col + GEMM, a MobileNet's depthwise ones, which run in
+// the runtime's loops; channel c's phases are channels c*s*s + q, so a
+// group's stay in the group):
 //
 //   conv2d(x, w, b) {strides = [s, s], pads}
 //     -> xp = pad(x) to extents that are multiples of s: first layers also

@@ -72,15 +72,18 @@ inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
   return lanes >= 1 && pixels >= lanes && fillsThreeQuarters(pixels, lanes);
 }
 
-// A convolution strided by s in both axes over more channels runs over the
-// phases of its input (the conv-phases pass, with live_taps: no more
-// multiplications than the op's) where the stride-1 convolution takes its
+// A convolution strided by s in both axes over more channels, or grouped
+// (depthwise too: each group's channels' phases stay in the group), runs
+// over the phases of its input (the conv-phases pass, with live_taps: no
+// more multiplications than the op's) where the stride-1 convolution takes its
 // output planes whole (ops::convWholePlanes: the phases' rows, W/s, as wide
 // as the output's) and they fill 8- and 16-lane vectors
 // (directConvPlaneFills). Those are a ResNet's stride-2 layers on 56, 28 and
 // 14 pixel inputs; directly they deinterleave every input vector and their
 // rows of 28, 14 and 7 pixels end inside vectors, so they ran as im2col +
-// GEMM at 52-60 GFLOP/s where stride-1 whole planes run at 75-85 (AVX2):
+// GEMM at 52-60 GFLOP/s where stride-1 whole planes run at 75-85 (AVX2);
+// MobileNetV2's 3x3 stride-2 depthwise layers ran in the runtime's loops
+// (357, 152 and 173 us; 222, 88 and 66 over the phases, split included):
 // ResNet-18's 3x3 layers took 1.61 ms on 28x28 and 14x14 outputs over the
 // phases against 2.13 and 1.97 ms, on 7x7 1.96 against 2.21. A 1x1 filter
 // reads a quarter of the phases and has few products per load: over 7x7
