@@ -9,16 +9,17 @@
 // group's stay in the group):
 //
 //   conv2d(x, w, b) {strides = [s, s], pads}
-//     -> xp = pad(x) to extents that are multiples of s: first layers also
-//             by the op's top and left pads, and bottom and right ones
-//             covering every window
+//     -> xp = x, or where its extents are not multiples of s (first layers
+//             only: the others are kept), pad(x) by the op's top and left
+//             pads and bottom and right ones covering every window, the
+//             convolution then unpadded
 //        phases = reshape(transpose(reshape(xp, [N, C, H/s, s, W/s, s]),
 //                                   [0, 1, 3, 5, 2, 4]), [N, C*s*s, H/s, W/s])
 //        y = conv2d(phases, w', b) {strides = [1, 1], pads', live_taps},
 //            sliced to the op's extents where it has more
 //
-// Input row r = s*oh + t - p of tap t (pad p, first layers p = 0 after
-// their pad) is phase q's row oh + m, where t - p = s*m + q; m runs over
+// Input row r = s*oh + t - p of tap t (pad p; p = 0 after a pad step) is
+// phase q's row oh + m, where t - p = s*m + q; m runs over
 // [lo, hi] = [floor(-p/s), floor((k-1-p)/s)], so the phases' kernel has
 // hi - lo + 1 taps, tap i standing for m = i + lo, and pads' begin at -lo:
 //
@@ -110,10 +111,10 @@ class Rewrite : NodeRewrite {
     if (strides[1] != s || n_->attr("dilations").asInts() != std::vector<int64_t>{1, 1})
       return "not equal strides and no dilation";
     if (!n_->attr("live_taps").asInts().empty()) return "its taps are already phases";
-    // First layers take their pads in the pad step (a convolution without
-    // padding); the others keep them in the convolution, whose planes are
-    // then as wide as its input's (convPhasesTakePlanes).
-    const bool firstLayer = groups == 1 && convPhasesPay(xt.shape[1], s, kh, kw);
+    // The op's pads stay in the convolution over the phases; first layers
+    // whose extents the stride does not divide take them in a pad step
+    // instead (the others are kept: convPhasesTakePlanes).
+    const bool firstLayer = groups == 1 && convPhasesPay(xt.shape[1], s);
     if (!firstLayer && !takesPlanes(*n_)) return "the phases do not pay (passes/direct_conv.h)";
     // A 1x1 filter reads one phase in s*s: a split of its own writes s*s
     // times what it reads (ResNet-50's downsamples: 3.0 ms with a 0.23 ms
@@ -126,16 +127,17 @@ class Rewrite : NodeRewrite {
     std::vector<int64_t> padding(8, 0), convPads(4, 0);
     Shape phaseShape = {xt.shape[0], xt.shape[1] * s * s, 0, 0};
     PhaseAxis axes[2];
+    const bool padStep = firstLayer && (xt.shape[2] % s != 0 || xt.shape[3] % s != 0);
     for (int a = 0; a < 2; ++a) {
       const int64_t k = a == 0 ? kh : kw;
-      const int64_t lead = firstLayer ? pads[a] : 0;
-      const int64_t extent = std::max(firstLayer ? (yt.shape[2 + a] - 1) * s + k : 0, xt.shape[2 + a] + lead);
+      const int64_t lead = padStep ? pads[a] : 0;
+      const int64_t extent = std::max(padStep ? (yt.shape[2 + a] - 1) * s + k : 0, xt.shape[2 + a] + lead);
       const int64_t padded = ceilDiv(extent, s) * s;
       padding[2 + a] = lead;
       padding[6 + a] = padded - xt.shape[2 + a] - lead;
       phaseShape[2 + a] = padded / s;
-      axes[a] = phaseAxis(k, s, firstLayer ? 0 : pads[a]);
-      if (!firstLayer) {
+      axes[a] = phaseAxis(k, s, padStep ? 0 : pads[a]);
+      if (!padStep) {
         convPads[a] = -axes[a].lo;
         convPads[2 + a] = std::max<int64_t>(0, yt.shape[2 + a] - phaseShape[2 + a] + axes[a].lo + axes[a].taps - 1);
       }
@@ -148,7 +150,7 @@ class Rewrite : NodeRewrite {
     PhaseFilter pf = phaseFilter(*data, s, axes[0], axes[1]);
     // The name says how the taps were regrouped: a filter shared by two
     // convolutions of different pads gives two phase filters.
-    const std::string suffix = firstLayer ? str(s) : str(s, "p", pads[0], "x", pads[1]);
+    const std::string suffix = padStep ? str(s) : str(s, "p", pads[0], "x", pads[1]);
     Value* filter = phaseFilterOf(w, std::move(pf.filter), suffix);
     std::vector<Value*> operands = {phases, filter};
     if (n_->numOperands() > 2) operands.push_back(n_->operand(2));

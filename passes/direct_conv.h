@@ -48,19 +48,19 @@ inline bool directConvRowsFill(int64_t ow, int64_t lanes, bool partialVectors) {
 
 // A convolution strided by s in both axes over few input channels (an
 // image model's first layer: 3) runs as a stride-1 convolution over the s*s
-// phases of its input (the conv-phases pass: C*s*s channels, a
-// ceil(k/s)-tap kernel whose taps past k are zero) where that has at most
-// 16 channels and the zero taps add at most half the work. The stride-2
+// phases of its input (the conv-phases pass: C*s*s channels, a kernel of
+// about k/s taps, those standing for none of the op's zero and left out:
+// live_taps) where that has at most 16 channels. The stride-2
 // direct convolution deinterleaves every vector of inputs it loads, and
 // over 3 channels it has few output channels to share each one with:
-// ResNet-50's 7x7 first layer (a third more work over the phases) took 4.7
-// ms, 3.5 over the phases, pad and split included (AVX2, one thread). A 3x3
-// stride-2 first layer (MobileNetV2's, EfficientNet's: 1.8 times the work)
-// came out even.
-inline bool convPhasesPay(int64_t channels, int64_t stride, int64_t kh, int64_t kw) {
-  if (stride < 2 || channels * stride * stride > 16) return false;
-  const int64_t th = (kh + stride - 1) / stride * stride, tw = (kw + stride - 1) / stride * stride;
-  return 2 * th * tw <= 3 * kh * kw;
+// ResNet-50's 7x7 first layer took 4.7 ms, 3.5 over the phases, pad and
+// split included (AVX2, one thread). A 3x3 stride-2 first layer came out
+// even while the phases' zero taps were multiplied (1.8 times the work);
+// with them left out, MobileNetV2's went from 610-720 us to 60-90 for the
+// split plus 360-420, EfficientNet-B0's from 950-1190 to 80 + 620-960,
+// MobileNetV3-small's from 305-404 to 50 + 160-170.
+inline bool convPhasesPay(int64_t channels, int64_t stride) {
+  return stride >= 2 && channels * stride * stride <= 16;
 }
 
 // Whole planes (ops::convWholePlanes) pay where the plane takes more than

@@ -67,8 +67,8 @@ class ConvEmitter {
   Value* inputPlane(Value* n, Value* g, Value* ci);
   void foldTap(Value* o0, Value* ci, Value* ky, int64_t kx, int channels, const std::vector<Value*>& in);
   void emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk, Value* ox0);
-  void emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, int channels, const ColumnBlock& blk,
-                Value* ox0);
+  void emitTaps(Value* n, Value* g, Value* iy, Value* ky, int64_t knownKy, Value* o0, int channels,
+                const ColumnBlock& blk, Value* ox0);
 
   const ConvSpec& c_;
   ConvTiling t_;
@@ -169,7 +169,7 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
 void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk,
                             Value* ox0) {
   initAccumulators(o0, channels, blk.vectors);
-  code_.loop(c_.kh, "ky", [&](Value* ky) {
+  auto filterRow = [&](Value* ky, int64_t knownKy) {
     Value* iy = b_.CreateAdd(b_.CreateMul(oy, i64(c_.strideH)), b_.CreateSub(b_.CreateMul(ky, i64(c_.dilH)), i64(c_.padTop)));
     // Rows above or below the image read padding: nothing to add.
     llvm::Function* fn = b_.GetInsertBlock()->getParent();
@@ -177,10 +177,16 @@ void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channe
     auto* next = llvm::BasicBlock::Create(b_.getContext(), "row.end", fn);
     b_.CreateCondBr(b_.CreateICmpULT(iy, i64(c_.h)), inside, next);
     b_.SetInsertPoint(inside);
-    emitTaps(n, g, iy, ky, o0, channels, blk, ox0);
+    emitTaps(n, g, iy, ky, knownKy, o0, channels, blk, ox0);
     b_.CreateBr(next);
     b_.SetInsertPoint(next);
-  });
+  };
+  // With live taps (a first layer over its input's phases, few short
+  // filter rows) each row is its own code, leaving out its dead taps.
+  if (c_.liveTaps.empty())
+    code_.loop(c_.kh, "ky", [&](Value* ky) { filterRow(ky, -1); });
+  else
+    for (int64_t ky = 0; ky < c_.kh; ++ky) filterRow(i64(ky), ky);
   for (int co = 0; co < channels; ++co) {
     Value* row = b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(n, i64(c_.o)), b_.CreateAdd(o0, i64(co))),
                                                         i64(c_.oh)),
@@ -504,15 +510,24 @@ Value* ConvEmitter::loadPlaneInputs(Value* planeStart, int64_t q, int64_t ky, in
 // For one filter row ky (input row iy, inside the image), every input
 // channel of the group: per tap, a vector of inputs per block vector (masked
 // where the tap reads padding), times a broadcast filter value per channel.
-void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, Value* o0, int channels,
+// With live taps, `knownKy` (the filter row, -1 where it varies at run
+// time) and one period of channels per iteration, each channel leaving out
+// its dead taps (ConvSpec::liveTap).
+void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, int64_t knownKy, Value* o0, int channels,
                            const ColumnBlock& blk, Value* ox0) {
-  code_.loop(cg_, "ci", [&](Value* ci) {
-    Value* rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(inputPlane(n, g, ci), i64(c_.h)), iy), i64(c_.wd));
-    for (int64_t kx = 0; kx < c_.kw; ++kx) {
-      std::vector<Value*> in;
-      for (int p = 0; p < blk.vectors; ++p)
-        in.push_back(loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * t_.lanes, kx, blk.clean));
-      foldTap(o0, ci, ky, kx, channels, in);
+  const int64_t period = knownKy < 0 ? 1 : c_.livePeriod();
+  code_.loop(cg_ / period, "ci", [&](Value* i) {
+    for (int64_t phase = 0; phase < period; ++phase) {
+      Value* ci = period == 1 ? i : b_.CreateAdd(b_.CreateMul(i, i64(period)), i64(phase));
+      Value* rowStart = nullptr;
+      for (int64_t kx = 0; kx < c_.kw; ++kx) {
+        if (knownKy >= 0 && !c_.liveTap(phase, knownKy, kx)) continue;
+        if (!rowStart) rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(inputPlane(n, g, ci), i64(c_.h)), iy), i64(c_.wd));
+        std::vector<Value*> in;
+        for (int p = 0; p < blk.vectors; ++p)
+          in.push_back(loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * t_.lanes, kx, blk.clean));
+        foldTap(o0, ci, ky, kx, channels, in);
+      }
     }
   });
 }

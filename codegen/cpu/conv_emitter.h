@@ -18,11 +18,10 @@
 // masks read from a constant table (a block's lanes meet row ends at
 // different places). Work units are then output planes.
 //
-// Whole planes leave out the taps ConvSpec::liveTaps marks dead (the zeros
-// of a filter conv-phases regrouped over its input's phases, which takes
-// only convolutions run as whole planes): their channel loop runs over the
-// pattern's periods, one period's channels unrolled. Rows fold every tap
-// (the dead ones add zeros).
+// Taps ConvSpec::liveTaps marks dead (the zeros of a filter conv-phases
+// regrouped over its input's phases) are left out: the channel loops run
+// over the pattern's periods, one period's channels unrolled, and rows
+// unroll the filter's rows as well.
 //
 // It covers NCHW convolutions with horizontal stride 1 or 2 (any kernel
 // size, padding, dilation, vertical stride and group count), in f32. The

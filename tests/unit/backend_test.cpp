@@ -120,8 +120,9 @@ std::string denseText(const Shape& shape, int salt) {
 // Strided first layers over few channels run as stride-1 convolutions over
 // their input's phases (conv-phases; passes/direct_conv.h says where): the
 // pass rewrites those, keeps the others, and the cpu target's results are
-// the interpreter's on odd extents, pads and kernels the stride does not
-// divide, with and without bias.
+// the interpreter's on odd extents (a pad step), even ones (the pads kept
+// in the convolution, whose rows leave the dead taps out), pads and
+// kernels the stride does not divide, with and without bias.
 TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
   struct Case {
     int64_t c, h, w, o, k, stride, pad;
@@ -130,7 +131,12 @@ TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
   const Case cases[] = {{3, 23, 21, 8, 7, 2, 3, true, true},  {2, 16, 16, 5, 5, 2, 2, false, true},
                         {3, 12, 13, 4, 4, 2, 1, true, true},  {1, 19, 17, 3, 6, 3, 2, false, true},
                         {2, 11, 11, 3, 4, 2, 0, true, true},  // one phase row and column more: sliced
-                        {3, 15, 15, 6, 3, 2, 1, true, false}, {8, 15, 15, 4, 7, 2, 3, false, false}};
+                        {3, 15, 15, 6, 3, 2, 1, true, true},  {8, 15, 15, 4, 7, 2, 3, false, false},
+                        // even extents: the pads stay in the convolution, no pad step
+                        {3, 32, 32, 8, 3, 2, 1, true, true},  {3, 24, 24, 5, 7, 2, 3, false, true},
+                        {3, 32, 30, 4, 3, 2, 0, true, true},
+                        // outputs of 40x40: rows, not whole planes
+                        {3, 80, 80, 8, 3, 2, 1, true, true},  {3, 80, 80, 4, 7, 2, 3, false, true}};
   for (const Case& c : cases) {
     SCOPED_TRACE(str(c.c, "x", c.h, "x", c.w, " -> ", c.o, ", ", c.k, "x", c.k, " stride ", c.stride, " pad ", c.pad));
     const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1, ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
