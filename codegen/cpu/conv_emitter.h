@@ -21,7 +21,7 @@
 // Taps ConvSpec::liveTaps marks dead (the zeros of a filter conv-phases
 // regrouped over its input's phases) are left out: the channel loops run
 // over the pattern's periods, one period's channels unrolled, and rows
-// unroll the filter's rows as well.
+// unroll the rows of short filters as well.
 //
 // It covers NCHW convolutions with horizontal stride 1 or 2 (any kernel
 // size, padding, dilation, vertical stride and group count), in f32. The
