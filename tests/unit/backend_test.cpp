@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <numeric>
 
 #include "codegen/backend.h"
 #include "ir/support/strings.h"
@@ -117,6 +119,35 @@ std::string denseText(const Shape& shape, int salt) {
   return str("dense<f32[", dims, "]>[", values, "]");
 }
 
+// The module `text` after conv-phases; null (and a test failure) where it
+// does not parse or the pass fails.
+std::unique_ptr<Module> afterConvPhases(const std::string& text) {
+  auto parsed = parseModule(text, "m.kir");
+  if (!parsed) {
+    ADD_FAILURE() << parsed.error().message() << "\n" << text;
+    return nullptr;
+  }
+  auto pass = parsePipeline("conv-phases");
+  if (!pass) {
+    ADD_FAILURE() << pass.error().message();
+    return nullptr;
+  }
+  PassManager pm;
+  pm.add(std::move(*pass));
+  if (!pm.run(**parsed, PassContext{})) {
+    ADD_FAILURE() << "conv-phases failed on\n" << text;
+    return nullptr;
+  }
+  return std::move(*parsed);
+}
+
+// An f32 image whose elements are cos(0.29 i).
+Tensor cosineImage(const Shape& shape) {
+  std::vector<double> x(static_cast<size_t>(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>())));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29 * static_cast<double>(i));
+  return Tensor::fromDoubles(TensorType(DType::F32, shape), x);
+}
+
 // Strided first layers over few channels run as stride-1 convolutions over
 // their input's phases (conv-phases; passes/direct_conv.h says where): the
 // pass rewrites those, keeps the others, and the cpu target's results are
@@ -146,21 +177,14 @@ TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
         ",", c.k, "]\n", c.bias ? str("    %b = constant {value = ", denseText({c.o}, 7), "} : f32[", c.o, "]\n") : "",
         "    %y = conv2d %x, %w", c.bias ? ", %b" : "", " {strides = [", c.stride, ", ", c.stride, "], pads = [", c.pad,
         ", ", c.pad, ", ", c.pad, ", ", c.pad, "]} : f32[2,", c.o, ",", oh, ",", ow, "]\n    return %y\n  }\n}\n");
-    auto phased = parseModule(text, "m.kir");
-    ASSERT_TRUE(phased) << phased.error().message() << "\n" << text;
-    auto pass = parsePipeline("conv-phases");
-    ASSERT_TRUE(pass);
-    PassManager pm;
-    pm.add(std::move(*pass));
-    ASSERT_TRUE(pm.run(**phased, PassContext{}));
+    std::unique_ptr<Module> phased = afterConvPhases(text);
+    ASSERT_TRUE(phased);
     int strided = 0;
-    for (const Node* n : (*phased)->functions().front()->nodes())
+    for (const Node* n : phased->functions().front()->nodes())
       if (n->is(Op::Conv2d) && n->attr("strides").asInts()[0] != 1) ++strided;
     EXPECT_EQ(strided, c.rewritten ? 0 : 1);
 
-    std::vector<double> x(static_cast<size_t>(2 * c.c * c.h * c.w));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29 * static_cast<double>(i));
-    const std::vector<Tensor> args = {Tensor::fromDoubles(TensorType(DType::F32, {2, c.c, c.h, c.w}), x)};
+    const std::vector<Tensor> args = {cosineImage({2, c.c, c.h, c.w})};
     const std::vector<Tensor> want = runOn(text, "interpreter", args), got = runOn(text, "cpu", args);
     ASSERT_EQ(want.size(), 1u);
     ASSERT_EQ(got.size(), 1u);
@@ -208,15 +232,10 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
         ", ", c.pad, ", ", c.pad, ", ", c.pad, "], groups = ", c.groups, "} : ", y, "\n", partner, "    return %y",
         c.partner ? ", %z" : "",
         "\n  }\n}\n");
-    auto phased = parseModule(text, "m.kir");
-    ASSERT_TRUE(phased) << phased.error().message() << "\n" << text;
-    auto pass = parsePipeline("conv-phases");
-    ASSERT_TRUE(pass);
-    PassManager pm;
-    pm.add(std::move(*pass));
-    ASSERT_TRUE(pm.run(**phased, PassContext{}));
+    std::unique_ptr<Module> phased = afterConvPhases(text);
+    ASSERT_TRUE(phased);
     int strided = 0, live = 0, splits = 0;
-    for (const Node* n : (*phased)->functions().front()->nodes()) {
+    for (const Node* n : phased->functions().front()->nodes()) {
       if (n->is(Op::Conv2d)) {
         strided += n->attr("strides").asInts()[0] != 1;
         live += !n->attr("live_taps").asInts().empty();
@@ -228,9 +247,7 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
     EXPECT_EQ(live, c.rewritten ? layers : 0);
     EXPECT_EQ(splits, c.rewritten ? 1 : 0);
 
-    std::vector<double> x(static_cast<size_t>(2 * c.c * c.h * c.h));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29 * static_cast<double>(i));
-    const std::vector<Tensor> args = {Tensor::fromDoubles(TensorType(DType::F32, {2, c.c, c.h, c.h}), x)};
+    const std::vector<Tensor> args = {cosineImage({2, c.c, c.h, c.h})};
     const std::vector<Tensor> want = runOn(text, "interpreter", args), got = runOn(text, "cpu", args);
     ASSERT_EQ(want.size(), static_cast<size_t>(layers));
     ASSERT_EQ(got.size(), want.size());
