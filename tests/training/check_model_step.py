@@ -13,6 +13,19 @@ batch (SGD, lr 0.01, momentum 0.9, weight decay 1e-3). Checks:
   start| (at least 1e-4), is at most 4x float32's error plus 1e-3. A wrong
   gradient of any parameter is off by the size of its update.
 
+"float32's error" is the largest of PyTorch's float32 step from the given
+weights and batch and of NUDGED more float32 steps from weights and batch
+moved by one float32 ulp at random (each value times 1 +- 2^-23, rounded
+to float32: noise of the size float32 rounding itself makes). One float32
+run alone understates it: at batch 4 the last batch norms of both models
+normalise 4 nearly equal values per channel, so their outputs are mostly
+rounding (MobileNetV2's channel 557 of features.18: 1.25e-4 from ReLU6's
+edge in float64, 3.2e-6 in float32), and which side of the edge a
+float32 value lands depends on the BLAS kernels' summation order. kfuse's
+loss met the bound on an AVX2 Zen 3 and was 5e-6 from float64's on an
+AVX-512 Zen 4 (OpenBLAS's Cooperlake kernels), where one float32 run was
+1.4e-8 from it and runs nudged by one ulp 1.5e-6 to 1.5e-5.
+
 Why one step and a bound from PyTorch's own float32: over several steps these
 models are ill-conditioned at such batches. PyTorch's float32 run (lr 0.005,
 a new batch each step) is 1.6% of the loss from its float64 run at
@@ -41,11 +54,36 @@ import torchvision
 BATCH, SAMPLE, OPSET = 4, (3, 32, 32), 14
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 1e-3
 RATIO, SLACK, MIN_CHANGE = 4.0, 1e-3, 1e-4
+NUDGED = 3
 
 MODELS = {
     "resnet18": lambda: torchvision.models.resnet18(num_classes=4),
     "mobilenet_v2": lambda: torchvision.models.mobilenet_v2(num_classes=4, dropout=0.0),  # dropout off
 }
+
+
+def nudge(a, rng):
+    """float32 array `a` with each value moved by up to one ulp at random."""
+    return (a.astype(np.float64) * (1 + rng.uniform(-2.0**-23, 2.0**-23, a.shape))).astype(np.float32)
+
+
+def float32_errors(model, initializers, x, y, loss64, state64):
+    """The loss's relative error and each state tensor's error (over its
+    change) of PyTorch's float32 step and of NUDGED nudged ones: the
+    largest of each."""
+    rng = np.random.default_rng(0)
+    loss_err, errs = 0.0, {}
+    for run in range(1 + NUDGED):
+        inits, xs = initializers, x
+        if run:
+            inits = {k: nudge(v, rng) if v.dtype == np.float32 else v for k, v in initializers.items()}
+            xs = torch.from_numpy(nudge(x.numpy(), rng))
+        loss32, state32 = torch_step(model, inits, xs, y, torch.float32)
+        loss_err = max(loss_err, abs(loss32 - loss64) / loss64)
+        for name, want in state64.items():
+            change = max(float(np.max(np.abs(want - initializers[name]))), MIN_CHANGE)
+            errs[name] = max(errs.get(name, 0.0), float(np.max(np.abs(state32[name] - want))) / change)
+    return loss_err, errs
 
 
 def torch_step(model, initializers, x, y, dtype):
@@ -97,13 +135,13 @@ def main():
          "--lr=%g" % LR, "--momentum=%g" % MOMENTUM, "--weight-decay=%g" % WEIGHT_DECAY, "--batch=%d" % BATCH,
          "--epochs=1", "--no-shuffle", "--target=cpu", "--log-json", log, "--save-weights", weights])
     got_loss = [r["loss"] for r in map(json.loads, open(log)) if r["type"] == "step"]
-    loss32, state32 = torch_step(model, initializers, x, y, torch.float32)
     loss64, state64 = torch_step(model, initializers, x, y, torch.float64)
+    loss_err32, errs32 = float32_errors(model, initializers, x, y, loss64, state64)
     if len(got_loss) != 1:
         sys.exit("FAIL: %d steps logged, expected 1" % len(got_loss))
-    loss_err, loss_err32 = abs(got_loss[0] - loss64) / loss64, abs(loss32 - loss64) / loss64
-    print("%s loss: kfuse %.9g, torch float32 %.9g, float64 %.9g (rel err %.2e, float32's %.2e)" %
-          (model, got_loss[0], loss32, loss64, loss_err, loss_err32))
+    loss_err = abs(got_loss[0] - loss64) / loss64
+    print("%s loss: kfuse %.9g, torch float64 %.9g (rel err %.2e, float32's up to %.2e)" %
+          (model, got_loss[0], loss64, loss_err, loss_err32))
     if loss_err > max(RATIO * loss_err32, 1e-6):
         failures.append("loss %.9g: %.2e from float64's, float32's is %.2e" % (got_loss[0], loss_err, loss_err32))
 
@@ -115,7 +153,7 @@ def main():
             continue
         change = max(float(np.max(np.abs(want - initializers[name]))), MIN_CHANGE)
         err = float(np.max(np.abs(got_state[name].astype(np.float64) - want))) / change
-        err32 = float(np.max(np.abs(state32[name] - want))) / change
+        err32 = errs32[name]
         rows.append((err - RATIO * err32, err, err32, name))
     rows.sort(reverse=True)
     for excess, err, err32, name in rows[:5]:
