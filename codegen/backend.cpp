@@ -235,7 +235,14 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   // target's measured cost model (passes/layout_cost.cpp); on the cpu,
   // strided first layers over their input's phases first
   // (passes/direct_conv.h), so that the layout pass prices what runs.
-  const char* phases = target == "cpu" ? ",conv-phases" : "";
+  std::string phases;
+  if (target == "cpu") {
+    phases = ",conv-phases";
+#if KFUSE_HAS_LLVM_JIT
+    KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(o.cpu));
+    if (!subtarget.firstLayerPhases) phases = ",conv-phases{first-layers=false}";
+#endif
+  }
   std::string prepare = str(kSimplify, phases, ",layout{mode=", o.layout, " target=", target, "}");
   // Targets that generate kernels expand what they would otherwise run as
   // reference steps (pool-expand) before fusion, after layout selection.

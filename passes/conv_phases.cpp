@@ -1,7 +1,8 @@
 // conv-phases: a strided convolution as a stride-1 convolution over the
 // phases of its input (space-to-depth), where the cpu target's rules say it
 // pays (passes/direct_conv.h): over few input channels (an image model's
-// first layer, convPhasesPay), and over many, grouped or depthwise, where
+// first layer, convPhasesPay; unless first-layers=false, which the cpu
+// backend passes where CpuSubtarget::firstLayerPhases says no), and over many, grouped or depthwise, where
 // the stride-1 convolution takes its output planes whole
 // (convPhasesTakePlanes: a ResNet's 3x3 and 1x1 stride-2 layers, which
 // otherwise run as im2col + GEMM, a MobileNet's depthwise ones, which run in
@@ -95,7 +96,8 @@ using KnownPhases = std::map<PhasesKey, Value*>;
 
 class Rewrite : NodeRewrite {
  public:
-  Rewrite(Graph& g, Node* n, KnownPhases& phases) : NodeRewrite(g, n), phases_(phases) {}
+  Rewrite(Graph& g, Node* n, KnownPhases& phases, bool firstLayers)
+      : NodeRewrite(g, n), phases_(phases), firstLayers_(firstLayers) {}
 
   // Rewrites n_, or says why not (nothing built then).
   std::string run() {
@@ -114,8 +116,11 @@ class Rewrite : NodeRewrite {
     // The op's pads stay in the convolution over the phases; first layers
     // whose extents the stride does not divide take them in a pad step
     // instead (the others are kept: convPhasesTakePlanes).
-    const bool firstLayer = groups == 1 && convPhasesPay(xt.shape[1], s);
-    if (!firstLayer && !takesPlanes(*n_)) return "the phases do not pay (passes/direct_conv.h)";
+    const bool fewChannels = groups == 1 && convPhasesPay(xt.shape[1], s);
+    const bool firstLayer = fewChannels && firstLayers_;
+    if (!firstLayer && !takesPlanes(*n_))
+      return fewChannels ? "a first layer, which this cpu runs directly (first-layers=false)"
+                         : "the phases do not pay (passes/direct_conv.h)";
     // A 1x1 filter reads one phase in s*s: a split of its own writes s*s
     // times what it reads (ResNet-50's downsamples: 3.0 ms with a 0.23 ms
     // split against 3.1 as im2col + GEMM over 56x56, 3.3 against 2.9 over
@@ -222,10 +227,12 @@ class Rewrite : NodeRewrite {
   }
 
   KnownPhases& phases_;
+  bool firstLayers_;
 };
 
 class ConvPhasesPass : public Pass {
  public:
+  explicit ConvPhasesPass(bool firstLayers) : firstLayers_(firstLayers) {}
   std::string_view name() const override { return "conv-phases"; }
   PassResult run(Graph& g, const PassContext& ctx) override {
     bool changed = false;
@@ -235,7 +242,7 @@ class ConvPhasesPass : public Pass {
       const std::string result = n->result()->name();
       const std::vector<int64_t> strides = n->attr("strides").asInts();
       if (strides[0] == 1 && strides[1] == 1) continue;  // nothing to say about most convolutions
-      std::string why = Rewrite(g, n, phases).run();
+      std::string why = Rewrite(g, n, phases, firstLayers_).run();
       if (why.empty()) {
         changed = true;
         if (ctx.remarks) ctx.diag->remark(std::string(name()), str(result, ": conv2d over its input's phases"));
@@ -245,10 +252,22 @@ class ConvPhasesPass : public Pass {
     }
     return changed;
   }
+
+ private:
+  bool firstLayers_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> createConvPhasesPass() { return std::make_unique<ConvPhasesPass>(); }
+Expected<std::unique_ptr<Pass>> createConvPhasesPass(const PassOptions& options) {
+  bool firstLayers = true;
+  for (const auto& [key, value] : options) {
+    if (key != "first-layers") return unknownPassOption("conv-phases", PassOptions{{key, value}});
+    if (value != "true" && value != "false")
+      return Error(str("pass 'conv-phases': first-layers takes true or false, not '", value, "'"));
+    firstLayers = value == "true";
+  }
+  return std::unique_ptr<Pass>(std::make_unique<ConvPhasesPass>(firstLayers));
+}
 
 }  // namespace kfuse

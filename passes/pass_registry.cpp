@@ -28,10 +28,11 @@ const std::vector<PassInfo>& allPasses() {
              createCanonicalizePass),
       simple("constant-fold", "evaluates nodes whose operands are all constants (shape subgraphs included)",
              createConstantFoldPass),
-      simple("conv-phases",
-             "strided convolutions over few channels (a first layer) as stride-1 convolutions over their input's "
-             "phases (space-to-depth), where the cpu target's rule says it pays; fixed filters only",
-             createConvPhasesPass),
+      {"conv-phases",
+       "strided convolutions as stride-1 convolutions over their input's phases (space-to-depth), where the cpu "
+       "target's rules say it pays; fixed filters only (options: first-layers=true|false: whether layers over few "
+       "channels are taken)",
+       createConvPhasesPass},
       simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       {"data-parallel",
        "all-reduces (mean over the ranks) of a training step's gradients in buckets, its loss and its buffer "

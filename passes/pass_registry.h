@@ -30,7 +30,7 @@ std::unique_ptr<Pass> createCSEPass();
 std::unique_ptr<Pass> createConstantFoldPass();
 std::unique_ptr<Pass> createCanonicalizePass();
 std::unique_ptr<Pass> createPoolExpandPass();
-std::unique_ptr<Pass> createConvPhasesPass();
+Expected<std::unique_ptr<Pass>> createConvPhasesPass(const PassOptions& options);
 Expected<std::unique_ptr<Pass>> createAutodiffPass(const PassOptions& options);
 // The autodiff pass with options given as a struct (training.h), applied to
 // function `func` only (every function when empty).

@@ -88,6 +88,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
   if (s.vectorRegisters >= 32) {
     s.conv = ConvTiling{lanes, 2, 8, true};
     s.gemm = GemmTiling{lanes, 2, 12};
+    s.firstLayerPhases = s.level < IsaLevel::AVX512;
   } else if (s.level == IsaLevel::AVX || s.level == IsaLevel::AVX2) {
     s.conv = ConvTiling{lanes, 2, 6, false};
     s.gemm = GemmTiling{lanes, 2, 6};

@@ -77,6 +77,16 @@ struct CpuSubtarget {
   std::vector<VectorMathVariant> vectorMath;
   ConvTiling conv;
   GemmTiling gemm;
+  // Whether a strided first layer (few input channels: convPhasesPay,
+  // passes/direct_conv.h) runs over its input's phases (the conv-phases
+  // pass's first-layers option) or as a stride-2 direct convolution.
+  // AVX-512 deinterleaves a vector of inputs with one two-source permute,
+  // and its direct convolution was the faster (Zen 4, one thread, 6
+  // alternated runs): MobileNetV2's 3x3 first layer 318 us against a 61 us
+  // split and 307, EfficientNet-B0's 481 against 59 + 494, ResNet-18's 7x7
+  // about 200 us faster. With AVX2's deinterleaving shuffles the phases
+  // were the faster (passes/direct_conv.h's measurements).
+  bool firstLayerPhases = true;
 
   int floatLanes() const { return vectorBits / 32; }
   bool has(std::string_view feature) const;

@@ -63,6 +63,9 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     EXPECT_EQ(std::tie(s.gemm.lanes, s.gemm.vectors, s.gemm.rows), std::tie(c.gemm.lanes, c.gemm.vectors, c.gemm.rows))
         << c.cpu;
     EXPECT_EQ(s.preferVectorWidth, c.preferVectorWidth) << c.cpu;
+    // First layers over their input's phases except where AVX-512's direct
+    // stride-2 convolution was the faster.
+    EXPECT_EQ(s.firstLayerPhases, c.level != IsaLevel::AVX512) << c.cpu;
   }
 }
 

@@ -148,6 +148,20 @@ Tensor cosineImage(const Shape& shape) {
   return Tensor::fromDoubles(TensorType(DType::F32, shape), x);
 }
 
+// The cpu backend asks conv-phases for first layers where the named CPU's
+// subtarget says they pay (CpuSubtarget::firstLayerPhases): not on AVX-512.
+TEST(CpuTarget, FirstLayerPhasesFollowTheNamedCpu) {
+  for (const auto& [cpu, phases] : {std::pair<const char*, const char*>{"haswell", ",conv-phases,"},
+                                    {"x86-64-v2", ",conv-phases,"},
+                                    {"skylake-avx512", ",conv-phases{first-layers=false},"}}) {
+    BackendOptions o;
+    o.cpu = cpu;
+    auto backend = backendFor("cpu", o);
+    ASSERT_TRUE(backend) << backend.error().message();
+    EXPECT_NE(backend->pipeline.find(phases), std::string::npos) << cpu << ": " << backend->pipeline;
+  }
+}
+
 // Strided first layers over few channels run as stride-1 convolutions over
 // their input's phases (conv-phases; passes/direct_conv.h says where): the
 // pass rewrites those, keeps the others, and the cpu target's results are
