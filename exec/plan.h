@@ -119,7 +119,7 @@ struct ConvSpec {
   }
   // An NCHW convolution whose planes a generated direct convolution takes
   // whole, vectors across rows (ops::convWholePlanes).
-  bool wholePlanes() const { return !channelsLast && ops::convWholePlanes(strideH, strideW, oh, ow, wd); }
+  bool wholePlanes() const { return !channelsLast && ops::convWholePlanes(strideH, strideW, oh, ow, wd, groups, kh * kw); }
 
   // The buffer the step writes (y, x or w by direction), and the two it
   // reads besides the bias.

@@ -88,12 +88,15 @@ inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
 // phases against 2.13 and 1.97 ms, on 7x7 1.96 against 2.21. A 1x1 filter
 // reads a quarter of the phases and has few products per load: over 7x7
 // outputs it took 373 us against 294, over 14x14 233 against 273, so it
-// needs planes of 14x14 or more.
+// needs planes of 14x14 or more. And planes of at most 32x32: the split of
+// a larger input costs more than the phases save (EfficientNet-B0's
+// 112x112 depthwise input, 96 channels: a 310-370 us split).
+inline constexpr int64_t kPhasesPlanePixels = 1024;
 inline bool convPhasesTakePlanes(int64_t stride, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t taps) {
   if (stride < 2 || h % stride != 0 || w % stride != 0) return false;
   const int64_t pixels = oh * ow;
-  if (taps == 1 && pixels < 196) return false;
-  return ops::convWholePlanes(1, 1, oh, ow, w / stride) && directConvPlaneFills(pixels, 8) &&
+  if (pixels > kPhasesPlanePixels || (taps == 1 && pixels < 196)) return false;
+  return ops::convWholePlanes(1, 1, oh, ow, w / stride, /*groups=*/1, taps) && directConvPlaneFills(pixels, 8) &&
          directConvPlaneFills(pixels, 16);
 }
 

@@ -246,7 +246,7 @@ class LayoutRewriter {
       const auto& strides = n->attr("strides").asInts();
       ConvWork work{x[0], x[1], w[0], w[2], w[3], y[2], y[3], n->attr("groups").asInt(), strides[1]};
       work.pointwise = w[2] == 1 && w[3] == 1 && strides[0] == 1 && strides[1] == 1 && y[2] == x[2] && y[3] == x[3];
-      work.wholePlanes = ops::convWholePlanes(strides[0], strides[1], y[2], y[3], x[3]);
+      work.wholePlanes = ops::convWholePlanes(strides[0], strides[1], y[2], y[3], x[3], work.groups, w[2] * w[3]);
       double oihw = model_->convSeconds(work, true, false);
       double ohwi = model_->convSeconds(work, true, true) + (foldable(n->operand(1)) ? 0 : transposeCost(n->operand(1), kToLast));
       ohwi_[n] = ohwi < oihw;

@@ -10,7 +10,8 @@
 // that fall into vertical padding are skipped.
 //
 // Small "same" planes (ConvSpec::wholePlanes: stride 1, rows as wide in as
-// out, at most ops::kWholePlanePixels) are taken whole: the block's vectors
+// out, at most ops::kWholePlanePixels, or ops::kDenseWholePlanePixels for
+// ungrouped filters of more than one tap) are taken whole: the block's vectors
 // run across rows of the flattened plane, each tap one load at a fixed
 // offset. The blocks at the plane's edges, whose loads would leave the
 // plane, are straight-line code with constant masks; those between run as

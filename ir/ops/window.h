@@ -91,13 +91,24 @@ inline int64_t pointwiseRowsJoined(int64_t oh, int64_t ow) {
 // falls into padding (codegen/cpu/conv_emitter.h; the positions are known
 // when the code is generated, so the masks are constants). A ResNet's
 // 28x28, 14x14 and 7x7 planes, whose rows end inside a vector, then fill
-// their vectors as 56-pixel rows do. Up to kWholePlanePixels (a 32x32
-// plane); wider planes have rows long enough to fill vectors on their own.
+// their vectors as 56-pixel rows do at 8 lanes. Up to kWholePlanePixels (a
+// 32x32 plane), and up to kDenseWholePlanePixels (64x64) for ungrouped
+// filters of more than one tap: 56-pixel rows fill 16-lane vectors to 7/8
+// only, and a ResNet-18's 3x3 layers over 64 channels of 56x56 took 2.33
+// ms each as rows and 2.10 whole on a Zen 4 (AVX-512), 2.30 and 2.20 with
+// AVX2 code; SqueezeNet's 3x3 layers over 55x55 580 and 515 us. Depthwise
+// layers over such planes were slower whole (ConvNeXt-tiny's 7x7 over 96
+// channels of 56x56: 1.04 ms as rows, 1.21 whole), and so were 1x1 layers,
+// whose rows join into whole vectors (pointwiseRowsJoined): ResNet-50's
+// over 56x56 took 0.92-1.02 ms as rows and 1.08-1.19 whole.
 // Plans split such convolutions across threads by output channels
 // (exec/parallel.h).
 inline constexpr int64_t kWholePlanePixels = 1024;
-inline bool convWholePlanes(int64_t strideH, int64_t strideW, int64_t oh, int64_t ow, int64_t wd) {
-  return strideH == 1 && strideW == 1 && ow == wd && oh * ow <= kWholePlanePixels;
+inline constexpr int64_t kDenseWholePlanePixels = 4096;
+inline bool convWholePlanes(int64_t strideH, int64_t strideW, int64_t oh, int64_t ow, int64_t wd, int64_t groups,
+                            int64_t taps) {
+  const int64_t most = groups == 1 && taps > 1 ? kDenseWholePlanePixels : kWholePlanePixels;
+  return strideH == 1 && strideW == 1 && ow == wd && oh * ow <= most;
 }
 
 }  // namespace kfuse::ops

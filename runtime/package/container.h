@@ -43,11 +43,16 @@ namespace kfuse::package {
 // count a mean cross-entropy's gradient divides by) across threads, each
 // range folding the prologue over every point (exec/parallel.h), while
 // format 7's code folded it over its range only: an older cpu package with
-// such a kernel is refused.
-inline constexpr uint32_t kFormatVersion = 8;
+// such a kernel is refused; format 9 computes ungrouped "same" convolutions
+// of more than one tap over planes past 32x32 (up to
+// ops::kDenseWholePlanePixels) as whole planes, split by channel, which
+// format 8's code ran as rows: an older package with such a direct
+// convolution is refused.
+inline constexpr uint32_t kFormatVersion = 9;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;
+inline constexpr uint32_t kLargeWholePlanesFormatVersion = 9;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

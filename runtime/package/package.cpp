@@ -273,6 +273,12 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that split small planes by rows, and this kfuse splits them by channels; compile the "
                               "model again with this kfuse")));
+      const ConvSpec& c = f.plan->steps[s].conv();
+      if (meta_.formatVersion < package::kLargeWholePlanesFormatVersion && c.wholePlanes() &&
+          c.oh * c.ow > ops::kWholePlanePixels)
+        return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
+                              "that ran planes past 32x32 as rows, and this kfuse runs them whole; compile the model "
+                              "again with this kfuse")));
     }
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))

@@ -187,9 +187,9 @@ TEST(DirectConv, WideRowsMatchTheInterpreter) { checkWideRows(kTilings); }
 
 // Small "same" convolutions at stride 1 as whole planes, vectors across
 // rows: channel blocks and remainders, groups, depthwise, dilation,
-// asymmetric and one-sided padding, non-square filters, planes of 49 to 256
-// pixels and planes shorter than their input; every unit split gives the
-// same bits.
+// asymmetric and one-sided padding, non-square filters, planes of 49 to
+// 1296 pixels (36x36: whole only ungrouped, ops::kDenseWholePlanePixels) and
+// planes shorter than their input; every unit split gives the same bits.
 const char* const kWholePlanes[] = {
       R"(module @m {
   func @main(%x: f32[1,16,7,7], %w: f32[20,16,3,3], %b: f32[20]) -> (f32[1,20,7,7]) {
@@ -230,6 +230,12 @@ const char* const kWholePlanes[] = {
       R"(module @m {
   func @main(%x: f32[1,3,16,16], %w: f32[4,3,3,3], %b: f32[4]) -> (f32[1,4,16,16]) {
     %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[1,4,16,16]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,8,36,36], %w: f32[10,8,3,3], %b: f32[10]) -> (f32[1,10,36,36]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[1,10,36,36]
     return %y
   }
 })",
@@ -298,7 +304,8 @@ TEST(DirectConv, EveryCaseMatchesTheInterpreterWithThisMachinesTiling) {
   checkWholePlanes(own);
 }
 
-ConvSpec nchw3x3(int64_t width, int64_t height = 80) {
+// Rows of `width` pixels; by default too many for whole planes.
+ConvSpec nchw3x3(int64_t width, int64_t height = 300) {
   ConvSpec c;
   c.n = 1, c.c = 4, c.h = height, c.wd = width, c.o = 8, c.kh = 3, c.kw = 3, c.oh = height, c.ow = width;
   c.padTop = c.padLeft = 1;
@@ -326,7 +333,17 @@ TEST(DirectConv, RunsWhereItsVectorsAreFull) {
   // Small planes run whole where they fill three quarters of the lanes
   // they take, masked loads fast or not.
   ASSERT_TRUE(nchw3x3(7, 7).wholePlanes());
-  ASSERT_FALSE(nchw3x3(14).wholePlanes());  // 1120 pixels
+  ASSERT_FALSE(nchw3x3(14).wholePlanes());  // 4200 pixels
+  // Past 32x32, ungrouped filters of more than one tap only.
+  ASSERT_TRUE(nchw3x3(14, 200).wholePlanes());  // 2800 pixels
+  ConvSpec grouped = nchw3x3(14, 200), pointwise = nchw3x3(14, 200);
+  grouped.groups = 4, grouped.o = 4;
+  pointwise.kh = pointwise.kw = 1, pointwise.padTop = pointwise.padLeft = 0;
+  ASSERT_FALSE(grouped.wholePlanes());
+  ASSERT_FALSE(pointwise.wholePlanes());
+  ConvSpec smallGrouped = nchw3x3(14, 73);
+  smallGrouped.groups = 4, smallGrouped.o = 4;
+  ASSERT_TRUE(smallGrouped.wholePlanes());  // 1022 pixels
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(7, 7), DType::F32, avx512));   // 49 of 64 lanes
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(7, 7), DType::F32, {8, 2, 6, false}));
   EXPECT_TRUE(cpu::directConvFits(nchw3x3(14, 14), DType::F32, {8, 2, 6, false}));

@@ -111,16 +111,17 @@ TEST(PackageRunner, TrainStepUpdatesParametersAndSaves) {
   EXPECT_EQ(saved->count("fc.weight.exp_avg"), 1u);
 }
 
-// A 3x3 convolution over 32-pixel rows (which fill the vectors of every x86
-// tiling, so it runs directly), then a kernel step.
-std::unique_ptr<Module> convModule() {
+// A 3x3 convolution over h x w planes (by default 32-pixel rows, which
+// fill the vectors of every x86 tiling, so it runs directly), then a kernel
+// step.
+std::unique_ptr<Module> convModule(int h = 5, int wd = 32) {
   std::string w;
   for (int i = 0; i < 4 * 2 * 3 * 3; ++i) w += str(i ? ", " : "", std::sin(0.7 * i));
   auto m = parseModule(str(R"(module @conv {
   param @w : f32[4,2,3,3] = dense<f32[4,2,3,3]>[)", w, R"(]
-  func @forward(%x: f32[2,2,5,32]) -> (f32[2,4]) {
-    %0 = conv2d %x, @w {pads = [1, 1, 1, 1]} : f32[2,4,5,32]
-    %1 = tanh %0 : f32[2,4,5,32]
+  func @forward(%x: f32[2,2,)", h, ",", wd, R"(]) -> (f32[2,4]) {
+    %0 = conv2d %x, @w {pads = [1, 1, 1, 1]} : f32[2,4,)", h, ",", wd, R"(]
+    %1 = tanh %0 : f32[2,4,)", h, ",", wd, R"(]
     %2 = reduce_mean %1 {axes = [2, 3]} : f32[2,4]
     return %2
   }
@@ -164,10 +165,10 @@ Expected<std::shared_ptr<const Package>> withSteps(const Package& pkg, std::vect
 }
 
 // convModule compiled for one thread and read back.
-Expected<std::shared_ptr<const Package>> convPackage() {
+Expected<std::shared_ptr<const Package>> convPackage(int h = 5, int wd = 32) {
   PackageCompileOptions o;
   o.threads = 1;
-  KF_ASSIGN_OR_RETURN(CompiledPackage compiled, compilePackage(convModule(), o));
+  KF_ASSIGN_OR_RETURN(CompiledPackage compiled, compilePackage(convModule(h, wd), o));
   return Package::parse(std::move(compiled.bytes), "conv.kfpkg");
 }
 
@@ -218,6 +219,25 @@ TEST(PackageRunner, OlderWholePlaneConvolutionsAreRefused) {
                                        "split small planes by rows"),
             std::string::npos)
       << old.error().message();
+}
+
+// A 3x3 convolution over 40x40 planes runs whole since format 9
+// (ops::kDenseWholePlanePixels), split by channels; format 8's code ran it
+// as rows, split by rows, and such a package is refused. The 5x32 one above
+// was whole in format 8 too and is still read.
+TEST(PackageRunner, OlderLargeWholePlaneConvolutionsAreRefused) {
+  auto pkg = convPackage(40, 40);
+  ASSERT_TRUE(pkg) << pkg.error().message();
+  ASSERT_TRUE((*pkg)->functions().front().plan->steps[0].conv().wholePlanes());
+  auto old = rewritten(**pkg, [](PackageContents&) {}, 8);
+  ASSERT_FALSE(old);
+  EXPECT_NE(old.error().message().find("function @forward: the direct convolution at step 0 was compiled by a kfuse that "
+                                       "ran planes past 32x32 as rows"),
+            std::string::npos)
+      << old.error().message();
+  auto small = convPackage();
+  ASSERT_TRUE(small) << small.error().message();
+  EXPECT_TRUE(rewritten(**small, [](PackageContents&) {}, 8));
 }
 
 // A mean cross-entropy's gradient divides by a count its kernel folds in a
