@@ -60,6 +60,7 @@ std::vector<Shape> shapes(bool probes) {
   s.push_back({"cnn.conv3", 2, 16, 4, 4, 16, 3, 1, 2, 1, 2});
   // ResNet-18's stride-1 stages at 224x224 (rows of 56, 28, 14, 7 pixels) and
   // the benchmark CNN (bench/workloads.py): where direct convolutions run.
+  s.push_back({"r18@224.conv1", 1, 3, 224, 224, 64, 7, 2, 3, 1, 1});
   s.push_back({"r18@224.l1", 1, 64, 56, 56, 64, 3, 1, 1, 1, 1});
   s.push_back({"r18@224.l2", 1, 128, 28, 28, 128, 3, 1, 1, 1, 1});
   s.push_back({"r18@224.l3", 1, 256, 14, 14, 256, 3, 1, 1, 1, 1});

@@ -9,7 +9,8 @@ namespace kfuse::cpu {
 namespace {
 
 std::string describeTiling(const ConvTiling& t) {
-  return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes);
+  return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes, " ",
+             t.denseVectors, " ", t.denseChannels);
 }
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }

@@ -15,6 +15,11 @@ using llvm::Value;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The block tiling `t` gives convolution c (ConvTiling::forConv).
+ConvTiling blockTiling(const ConvSpec& c, const ConvTiling& t) {
+  return t.forConv(c.groups, c.kh * c.kw, c.wholePlanes(), !c.liveTaps.empty());
+}
+
 // The longest filter whose rows the row code unrolls to leave dead taps out
 // (a 3x3 stride-2 layer over its phases: 2 rows).
 constexpr int64_t kUnrolledFilterRows = 2;
@@ -31,7 +36,7 @@ struct ColumnBlock {
 class ConvEmitter {
  public:
   ConvEmitter(const ConvSpec& c, const ConvTiling& t, llvm::Module& m, const std::string& symbol)
-      : c_(c), t_(t), code_(m, symbol, t.lanes), b_(code_.b()), cg_(c.c / c.groups), og_(c.o / c.groups) {}
+      : c_(c), t_(blockTiling(c, t)), code_(m, symbol, t.lanes), b_(code_.b()), cg_(c.c / c.groups), og_(c.o / c.groups) {}
 
   Expected<llvm::Function*> run();
 
@@ -610,7 +615,8 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
   return fn;
 }
 
-std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t) {
+std::string describeDirectConv(const ConvSpec& c, const ConvTiling& tiling) {
+  const ConvTiling t = blockTiling(c, tiling);
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
   const bool whole = c.wholePlanes();
   return str("direct, ", whole ? str("whole ", c.oh, "x", c.ow, " planes, ") : std::string(), "blocks of ",

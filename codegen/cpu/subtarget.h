@@ -36,12 +36,33 @@ std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "
 // into all its output channels before the rest (conv_emitter.cpp's
 // planeChunkChannels), a part of the smallest L2 of the x86-64 CPUs
 // named here (256 KB).
+// `denseVectors` x `denseChannels` (0: vectors x channels): the block of an
+// ungrouped convolution, whose channels all read the same input vectors
+// (forConv says which take it). Measured on a Zen 4 (AVX-512; kfuse profile,
+// 5 alternated runs), 16 channels x 1 vector against 8 x 2: ResNet-18's
+// 7x7 first layer 2784 -> 2524 us, its 3x3 layers 2.07-2.54 -> 2.00-2.37
+// ms, ResNet-50's 1x1 layers run as rows 2820 -> 2611 us; but 1x1 layers
+// over whole planes (ResNet-50's over 14x14: 1005 -> 2121 us) and layers
+// over their input's phases (ResNet-18's: 1062 -> 2123 us) took twice as
+// long, and depthwise ones (a depthwise block's channels share no input)
+// lost a quarter (bench/conv_layout_bench --tiling): those keep
+// vectors x channels.
 struct ConvTiling {
   int lanes = 8;
   int vectors = 2;
   int channels = 4;
   bool partialVectors = true;
   int64_t chunkBytes = 128 * 1024;
+  int denseVectors = 0;
+  int denseChannels = 0;
+  // The block for a convolution of `groups` groups and `taps` taps, over
+  // whole planes or rows, over its input's phases (live taps) or not.
+  ConvTiling forConv(int64_t groups, int64_t taps, bool wholePlanes, bool phases) const {
+    ConvTiling t = *this;
+    const bool dense = groups == 1 && !phases && (taps > 1 || !wholePlanes);
+    if (dense && denseVectors > 0 && denseChannels > 0) t.vectors = denseVectors, t.channels = denseChannels;
+    return t;
+  }
 };
 
 // How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of

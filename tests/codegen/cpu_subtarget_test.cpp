@@ -66,6 +66,16 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     // First layers over their input's phases except where AVX-512's direct
     // stride-2 convolution was the faster.
     EXPECT_EQ(s.firstLayerPhases, c.level != IsaLevel::AVX512) << c.cpu;
+    // Ungrouped blocks of 16 channels x 1 vector with 32 registers.
+    const cpu::ConvTiling dense = s.conv.forConv(1, 9, true, false), depthwise = s.conv.forConv(8, 9, true, false);
+    const cpu::ConvTiling pointwisePlanes = s.conv.forConv(1, 1, true, false), phases = s.conv.forConv(1, 4, true, true);
+    const std::pair<int, int> own{c.conv.vectors, c.conv.channels};
+    EXPECT_EQ(std::make_pair(dense.vectors, dense.channels), c.level == IsaLevel::AVX512 ? std::make_pair(1, 16) : own)
+        << c.cpu;
+    EXPECT_EQ(std::make_pair(depthwise.vectors, depthwise.channels), own) << c.cpu;
+    EXPECT_EQ(std::make_pair(pointwisePlanes.vectors, pointwisePlanes.channels), own) << c.cpu;
+    EXPECT_EQ(std::make_pair(phases.vectors, phases.channels), own) << c.cpu;
+    EXPECT_EQ(s.conv.forConv(1, 1, false, false).channels, c.level == IsaLevel::AVX512 ? 16 : c.conv.channels) << c.cpu;
   }
 }
 

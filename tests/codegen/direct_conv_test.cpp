@@ -104,9 +104,12 @@ std::string splitsAgree(const ConvCase& c, const cpu::ConvTiling& tiling) {
   return "";
 }
 
-const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 6}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5}};
+const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 6}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5},
+                                    {16, 2, 8, true, 128 * 1024, 1, 16}};
 
-std::string tilingName(const cpu::ConvTiling& t) { return str(t.channels, "x", t.vectors, "x", t.lanes); }
+std::string tilingName(const cpu::ConvTiling& t) {
+  return str(t.channels, "x", t.vectors, "x", t.lanes, t.denseChannels ? str(" dense ", t.denseChannels, "x", t.denseVectors) : "");
+}
 
 // The op cases' convolutions (f32, NCHW, horizontal stride 1 or 2): padding on
 // every side, dilation, groups, depthwise, 1x1, OHWI filters, pads wider
