@@ -103,9 +103,9 @@ struct CpuSubtarget {
   // pass's first-layers option) or as a stride-2 direct convolution.
   // AVX-512 deinterleaves a vector of inputs with one two-source permute,
   // and its direct convolution was the faster (Zen 4, one thread, 6
-  // alternated runs): MobileNetV2's 3x3 first layer 318 us against a 61 us
-  // split and 307, EfficientNet-B0's 481 against 59 + 494, ResNet-18's 7x7
-  // about 200 us faster. With AVX2's deinterleaving shuffles the phases
+  // alternated runs): MobileNetV2's 3x3 first layer 290 us against a 47 us
+  // split and 274, EfficientNet-B0's 521 against 65 + 496, ResNet-18's 7x7
+  // 2783 against 38 + 3005. With AVX2's deinterleaving shuffles the phases
   // were the faster (passes/direct_conv.h's measurements).
   bool firstLayerPhases = true;
 
