@@ -88,7 +88,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
   if (s.vectorRegisters >= 32) {
     s.conv = ConvTiling{lanes, 2, 8, true};
     // Ungrouped: 16 channels x 1 vector where ConvTiling::forConv says
-    // (bench/conv_layout_bench --tiling, Zen 4, ResNet-18's layers at
+    // (bench/conv_layout_bench --probes --tiling, Zen 4, ResNet-18's layers at
     // 224x224: the 7x7 first layer 2.56 -> 2.32 ms, the 3x3 ones
     // 2.07/2.02/2.18/2.45 -> 2.00/1.99/2.05/2.28); depthwise blocks keep 2
     // vectors (MobileNetV2's 14x14 0.026 ms against 0.034 with one).

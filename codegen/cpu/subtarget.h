@@ -45,7 +45,7 @@ std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "
 // over whole planes (ResNet-50's over 14x14: 1005 -> 2121 us) and layers
 // over their input's phases (ResNet-18's: 1062 -> 2123 us) took twice as
 // long, and depthwise ones (a depthwise block's channels share no input)
-// lost a quarter (bench/conv_layout_bench --tiling): those keep
+// lost a quarter (bench/conv_layout_bench --probes --tiling): those keep
 // vectors x channels.
 struct ConvTiling {
   int lanes = 8;
