@@ -2,12 +2,12 @@
 // phases of its input (space-to-depth), where the cpu target's rules say it
 // pays (passes/direct_conv.h): over few input channels (an image model's
 // first layer, convPhasesPay; unless first-layers=false, which the cpu
-// backend passes where CpuSubtarget::firstLayerPhases says no), and over many, grouped or depthwise, where
-// the stride-1 convolution takes its output planes whole
-// (convPhasesTakePlanes: a ResNet's 3x3 and 1x1 stride-2 layers, which
-// otherwise run as im2col + GEMM, a MobileNet's depthwise ones, which run in
-// the runtime's loops; channel c's phases are channels c*s*s + q, so a
-// group's stay in the group):
+// backend passes where CpuSubtarget::firstLayerPhases says no), and over
+// many, grouped or depthwise, where the stride-1 convolution takes its
+// output planes whole (convPhasesTakePlanes: a ResNet's 3x3 and 1x1
+// stride-2 layers, which otherwise run as im2col + GEMM, a MobileNet's
+// depthwise ones, which run in the runtime's loops; channel c's phases are
+// channels c*s*s + q, so a group's stay in the group):
 //
 //   conv2d(x, w, b) {strides = [s, s], pads}
 //     -> xp = x, or where its extents are not multiples of s (first layers

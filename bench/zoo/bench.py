@@ -302,8 +302,7 @@ def one_thread_count(threads: int, cpus: list[int]) -> dict:
     see an earlier count's pinning."""
     with tempfile.TemporaryDirectory() as tmp:
         part = Path(tmp) / "results.json"
-        argv = [a for a in sys.argv[1:]]
-        cmd = [sys.executable, __file__] + strip_option(strip_option(argv, "--threads"), "--json") + \
+        cmd = [sys.executable, __file__] + strip_option(strip_option(sys.argv[1:], "--threads"), "--json") + \
             ["--threads", str(threads), "--cpus", ",".join(map(str, cpus)), "--json", str(part)]
         subprocess.run(cmd, check=True)
         return json.loads(part.read_text())

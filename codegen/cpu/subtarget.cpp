@@ -95,7 +95,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
     s.conv.denseVectors = 1;
     s.conv.denseChannels = 16;
     s.gemm = GemmTiling{lanes, 2, 12};
-    s.firstLayerPhases = s.level < IsaLevel::AVX512;
+    s.firstLayerPhases = false;
   } else if (s.level == IsaLevel::AVX || s.level == IsaLevel::AVX2) {
     s.conv = ConvTiling{lanes, 2, 6, false};
     s.gemm = GemmTiling{lanes, 2, 6};

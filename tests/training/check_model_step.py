@@ -67,10 +67,10 @@ def nudge(a, rng):
     return (a.astype(np.float64) * (1 + rng.uniform(-2.0**-23, 2.0**-23, a.shape))).astype(np.float32)
 
 
-def float32_errors(model, initializers, x, y, loss64, state64):
+def float32_errors(model, initializers, x, y, loss64, state64, changes):
     """The loss's relative error and each state tensor's error (over its
-    change) of PyTorch's float32 step and of NUDGED nudged ones: the
-    largest of each."""
+    change, `changes`) of PyTorch's float32 step and of NUDGED nudged ones:
+    the largest of each."""
     rng = np.random.default_rng(0)
     loss_err, errs = 0.0, {}
     for run in range(1 + NUDGED):
@@ -81,8 +81,7 @@ def float32_errors(model, initializers, x, y, loss64, state64):
         loss32, state32 = torch_step(model, inits, xs, y, torch.float32)
         loss_err = max(loss_err, abs(loss32 - loss64) / loss64)
         for name, want in state64.items():
-            change = max(float(np.max(np.abs(want - initializers[name]))), MIN_CHANGE)
-            errs[name] = max(errs.get(name, 0.0), float(np.max(np.abs(state32[name] - want))) / change)
+            errs[name] = max(errs.get(name, 0.0), float(np.max(np.abs(state32[name] - want))) / changes[name])
     return loss_err, errs
 
 
@@ -136,7 +135,10 @@ def main():
          "--epochs=1", "--no-shuffle", "--target=cpu", "--log-json", log, "--save-weights", weights])
     got_loss = [r["loss"] for r in map(json.loads, open(log)) if r["type"] == "step"]
     loss64, state64 = torch_step(model, initializers, x, y, torch.float64)
-    loss_err32, errs32 = float32_errors(model, initializers, x, y, loss64, state64)
+    # The size of each tensor's change in the step, at least MIN_CHANGE.
+    changes = {name: max(float(np.max(np.abs(want - initializers[name]))), MIN_CHANGE)
+               for name, want in state64.items()}
+    loss_err32, errs32 = float32_errors(model, initializers, x, y, loss64, state64, changes)
     if len(got_loss) != 1:
         sys.exit("FAIL: %d steps logged, expected 1" % len(got_loss))
     loss_err = abs(got_loss[0] - loss64) / loss64
@@ -151,8 +153,7 @@ def main():
         if name not in got_state or got_state[name].shape != want.shape:
             failures.append("the saved weights lack '%s' %s" % (name, want.shape))
             continue
-        change = max(float(np.max(np.abs(want - initializers[name]))), MIN_CHANGE)
-        err = float(np.max(np.abs(got_state[name].astype(np.float64) - want))) / change
+        err = float(np.max(np.abs(got_state[name].astype(np.float64) - want))) / changes[name]
         err32 = errs32[name]
         rows.append((err - RATIO * err32, err, err32, name))
     rows.sort(reverse=True)
