@@ -4,7 +4,16 @@
 
 namespace kfuse {
 
-Tensor::Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize()) {}
+Tensor::Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize()) {
+  if (bytes_.size()) std::memset(bytes_.data(), 0, bytes_.size());
+}
+
+Tensor Tensor::uninitialized(TensorType type) {
+  Tensor t;
+  t.bytes_ = TensorBytes(type.byteSize());
+  t.type_ = std::move(type);
+  return t;
+}
 
 Tensor Tensor::fromDoubles(TensorType type, const std::vector<double>& values) {
   Tensor t(std::move(type));
@@ -17,7 +26,8 @@ Tensor Tensor::scalar(DType dtype, double value) { return fromDoubles(TensorType
 
 Tensor Tensor::copyOf(TensorType type, const std::byte* data) {
   Tensor t;
-  t.bytes_.assign(data, data + type.byteSize());
+  t.bytes_ = TensorBytes(type.byteSize());
+  if (t.bytes_.size()) std::memcpy(t.bytes_.data(), data, t.bytes_.size());
   t.type_ = std::move(type);
   return t;
 }

@@ -35,6 +35,25 @@ void fill(std::byte* p, size_t bytes, T value) {
   for (size_t i = 0; i + sizeof(T) <= bytes; i += sizeof(T)) std::memcpy(p + i, &value, sizeof(T));
 }
 
+// Outputs a run can write straight into the tensor it returns: temporary
+// storage that holds this one output only (not a second output, not a
+// state update the run copies or downloads after its steps), the same size
+// as the output.
+std::vector<int> handedOutputs(const Plan& p) {
+  std::map<int, int> outputsOn;
+  for (int o : p.outputs) ++outputsOn[p.storageOf(o)];
+  for (const auto& [param, value] : p.updates) outputsOn[p.storageOf(value)] += 2;
+  std::vector<int> handed;
+  for (int o : p.outputs) {
+    const int s = p.storageOf(o);
+    const PlanBuffer& storage = p.buffers[static_cast<size_t>(s)];
+    if (storage.kind == BufferKind::Temp && !storage.workspace && outputsOn[s] == 1 &&
+        storage.type.byteSize() == p.buffers[static_cast<size_t>(o)].type.byteSize())
+      handed.push_back(o);
+  }
+  return handed;
+}
+
 }  // namespace
 
 CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRunnerOptions opts)
@@ -50,6 +69,12 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRun
     if (!steps_[s] || plan_->steps[s].kind() != StepKind::Gemm) continue;
     packable_[s] = packedGemmFits(*plan_, s);
     epilogueInside_[s] = packable_[s] && static_cast<bool>(packedEpilogue(*plan_, s));
+  }
+  for (int o : handedOutputs(*plan_)) {
+    HandedOutput& h = handed_.emplace_back();
+    h.output = o;
+    for (size_t b = 0; b < plan_->buffers.size(); ++b)
+      if (plan_->storageOf(static_cast<int>(b)) == plan_->storageOf(o)) h.buffers.push_back(static_cast<int>(b));
   }
 }
 
@@ -77,11 +102,23 @@ Status CpuRunner::allocate() {
     convScratch_.emplace_back(slot, std::free);
   }
   KF_RETURN_IF_ERROR(region(plan_->residentBytes, resident_));
-  const Plan& plan = *plan_;
-  ptr_.assign(plan.buffers.size(), nullptr);
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    const PlanBuffer& b = plan.buffers[static_cast<size_t>(plan.storageOf(static_cast<int>(i)))];
-    ptr_[i] = (b.kind == BufferKind::Temp ? arena_ : resident_) + b.offset;
+  ptr_.assign(plan_->buffers.size(), nullptr);
+  for (size_t i = 0; i < ptr_.size(); ++i) ptr_[i] = home(static_cast<int>(i));
+  return Status::ok();
+}
+
+// Where the plan put buffer `buffer`: its storage's offset in its region.
+std::byte* CpuRunner::home(int buffer) const {
+  const PlanBuffer& b = plan_->buffers[static_cast<size_t>(plan_->storageOf(buffer))];
+  return (b.kind == BufferKind::Temp ? arena_ : resident_) + b.offset;
+}
+
+// Each handed-over output gets a fresh tensor, its bytes unfilled: the
+// steps write every one before the run returns it.
+Status CpuRunner::beginRun() {
+  for (HandedOutput& h : handed_) {
+    h.tensor = Tensor::uninitialized(plan_->buffers[static_cast<size_t>(h.output)].type);
+    for (int b : h.buffers) ptr_[static_cast<size_t>(b)] = h.tensor->data();
   }
   return Status::ok();
 }
@@ -97,6 +134,13 @@ Status CpuRunner::download(int buffer, Tensor& into) {
 }
 
 Expected<Tensor> CpuRunner::fetch(int buffer) {
+  for (HandedOutput& h : handed_) {
+    if (h.output != buffer || !h.tensor) continue;
+    Tensor t = std::move(*h.tensor);
+    h.tensor.reset();
+    for (int b : h.buffers) ptr_[static_cast<size_t>(b)] = home(b);
+    return t;
+  }
   return Tensor::copyOf(plan_->buffers[static_cast<size_t>(buffer)].type, at(buffer));
 }
 
@@ -107,6 +151,8 @@ Status CpuRunner::copyBuffer(int dst, int src) {
 
 Status CpuRunner::poisonArena() {
   if (arena_) std::memset(arena_, 0xFF, plan_->arenaBytes);
+  for (HandedOutput& h : handed_)
+    if (h.tensor && h.tensor->byteSize() > 0) std::memset(h.tensor->data(), 0xFF, h.tensor->byteSize());
   return Status::ok();
 }
 

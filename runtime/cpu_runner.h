@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "ir/interpreter.h"
 #include "exec/plan.h"
@@ -35,8 +36,10 @@ using CpuRunnerOptions = RunnerOptions;
 // Memory: the runner is the device. On its first run it allocates the
 // plan's two regions (Plan::arenaBytes, Plan::residentBytes) and nothing
 // else that outlives a step (but the packed copies of packed GEMMs' B);
-// buffers sit at their planned offsets. What a run binds, returns and keeps
-// is PlanRunner's (plan_runner.h).
+// buffers sit at their planned offsets, but for a run's outputs, which its
+// steps write straight into the tensors run() returns (a language model's
+// logits are tens of MB: no copy out of the arena). What a run binds,
+// returns and keeps is PlanRunner's (plan_runner.h).
 class CpuRunner : public PlanRunner {
  public:
   CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code = {}, CpuRunnerOptions opts = {});
@@ -52,6 +55,7 @@ class CpuRunner : public PlanRunner {
   Status poisonBuffer(int buffer) override;
   Status runStep(size_t index) override;
   Expected<bool> allFinite(int buffer) override;
+  Status beginRun() override;
 
   Status runKernel(int kernel, const std::vector<int>& buffers);
   Status runGemm(size_t index);
@@ -65,6 +69,7 @@ class CpuRunner : public PlanRunner {
   Status waitCollective(int bucket);
   Status finishRun() override;
   std::byte* at(int buffer) const { return ptr_[static_cast<size_t>(buffer)]; }
+  std::byte* home(int buffer) const;
 
   std::vector<KernelFn> kernels_;
   std::vector<KernelFn> steps_;  // per step
@@ -93,6 +98,15 @@ class CpuRunner : public PlanRunner {
   std::byte* arena_ = nullptr;
   std::byte* resident_ = nullptr;
   std::vector<std::byte*> ptr_;  // per buffer, into the regions, once allocated
+  // The outputs a run hands over (handedOutputs in cpu_runner.cpp says
+  // which): every buffer on the output's storage points into `tensor`
+  // from beginRun until fetch moves it out, then home again.
+  struct HandedOutput {
+    int output = -1;
+    std::vector<int> buffers;
+    std::optional<Tensor> tensor;
+  };
+  std::vector<HandedOutput> handed_;
 };
 
 }  // namespace kfuse

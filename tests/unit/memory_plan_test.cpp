@@ -4,6 +4,7 @@
 // allocates, byte for byte; in-place and poisoned runs give the results of
 // plain ones.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <random>
@@ -204,6 +205,43 @@ Tensor ramp(const TensorType& t, double scale) {
   Tensor x(t);
   for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, scale * (static_cast<double>((i * 37) % 101) / 101.0 - 0.5));
   return x;
+}
+
+// The cpu runner's steps write a run's outputs straight into the tensors
+// run() returns: each run's are its own (a second run leaves the first's
+// alone), cache-line aligned, and right where an output is also the input,
+// or returned twice (those two are copied out of the arena as before).
+TEST(Outputs, EachRunReturnsTensorsOfItsOwn) {
+  auto m = parseModule(R"(module @m {
+  func @f(%x: f32[1000]) -> (f32[1000], f32[1000], f32[1000], f32[1000]) {
+    %a = exp %x : f32[1000]
+    %b = add %a, %x : f32[1000]
+    %c = mul %b, %b : f32[1000]
+    return %c, %b, %b, %x
+  }
+})",
+                       "outputs.kir", {});
+  ASSERT_TRUE(m) << m.error().message();
+  auto plan = buildPlan(*(*m)->functions().front(), {});
+  ASSERT_TRUE(plan) << plan.error().message();
+  CpuRunner runner(std::make_shared<const Plan>(std::move(*plan)), {}, {});
+  const TensorType t(DType::F32, {1000});
+  const Tensor x1 = ramp(t, 1.0), x2 = ramp(t, -2.0);
+  auto first = runner.run(**m, {x1});
+  ASSERT_TRUE(first) << first.error().message();
+  auto second = runner.run(**m, {x2});
+  ASSERT_TRUE(second) << second.error().message();
+  for (auto [r, x] : {std::pair{&*first, &x1}, std::pair{&*second, &x2}}) {
+    ASSERT_EQ(r->outputs.size(), 4u);
+    for (const Tensor& out : r->outputs) EXPECT_EQ(reinterpret_cast<uintptr_t>(out.data()) % 64, 0u);
+    for (int64_t i = 0; i < 1000; ++i) {
+      const double v = x->at(i), b = static_cast<double>(std::exp(static_cast<float>(v)) + static_cast<float>(v));
+      ASSERT_NEAR(r->outputs[0].at(i), b * b, 1e-4 * b * b + 1e-6) << i;
+      ASSERT_NEAR(r->outputs[1].at(i), b, 1e-5 * std::abs(b) + 1e-6) << i;
+      ASSERT_EQ(r->outputs[2].at(i), r->outputs[1].at(i)) << i;
+      ASSERT_EQ(r->outputs[3].at(i), v) << i;
+    }
+  }
 }
 
 Tensor labels(int64_t n, int64_t classes) {
