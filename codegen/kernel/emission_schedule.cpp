@@ -27,11 +27,15 @@ bool rowsAcross(const Kernel& k, const KernelSpaces& s) {
   // row after row, each row's elements inside (vectors of them).
   for (size_t i = 0; i < k.stores.size(); ++i)
     if (k.stores[i].accumulate && s.outer.dims.back().strides[k.loads.size() + i] == 1) return true;
+  // Loads the same at every outer point (a layer norm's weight and bias
+  // along its row) do not decide: column order reads them once per row
+  // element, broadcast.
   bool contiguousRow = false, contiguousAcross = false;
   for (size_t i = 0; i < k.loads.size(); ++i) {
-    bool rowDependent = false;
+    bool rowDependent = false, outerDependent = false;
     for (const SpaceDim& d : s.reduce.dims) rowDependent |= d.strides[i] != 0;
-    if (!rowDependent) continue;
+    for (const SpaceDim& d : s.outer.dims) outerDependent |= d.strides[i] != 0;
+    if (!rowDependent || !outerDependent) continue;
     contiguousRow |= s.reduce.dims.back().strides[i] == 1;
     contiguousAcross |= s.outer.dims.back().strides[i] == 1;
   }

@@ -301,9 +301,41 @@ class Lowering {
       return m;
     }
     if (v->type().rank() == 0) return DimMap{};
+    // An axis permutation of a value the loops compute (a transpose of a
+    // row op's result: ConvNeXt's channels-last layer norm, back to NCHW)
+    // is stored through the same loops, its axes permuted, rather than by a
+    // transpose kernel of its own.
+    if (const Node* p = v->producer(); p && p->op().affine && !rows_.empty())
+      if (std::optional<std::vector<size_t>> perm = permutation(*p, v)) {
+        KF_ASSIGN_OR_RETURN(DimMap operand, naturalMap(p->operand(0)));
+        DimMap m(operand.size());
+        for (size_t i = 0; i < operand.size(); ++i) m[(*perm)[i]] = operand[i];
+        return m;
+      }
     return Error(str("kernel @", k_.name, ": result ", names_(v), " ", formatType(v->type()),
                      " does not match the kernel's loops (outer ", formatDims(k_.outer), ", row ",
                      formatDims(k_.reduce), ")"));
+  }
+
+  // Where each axis of affine op p's operand goes in its result v, when p
+  // only permutes axes (each operand axis one result axis of the same size,
+  // unscaled, unshifted).
+  std::optional<std::vector<size_t>> permutation(const Node& p, const Value* v) {
+    std::vector<TensorType> types;
+    auto axes = p.op().affine(callOf(p, types), v->type().shape);
+    const Shape& from = p.operand(0)->type().shape;
+    if (!axes || axes->size() != from.size() || from.size() != v->type().shape.size()) return std::nullopt;
+    std::vector<size_t> perm;
+    std::vector<bool> taken(from.size(), false);
+    for (size_t i = 0; i < axes->size(); ++i) {
+      const AxisMap& a = (*axes)[i];
+      if (a.resultAxis < 0 || a.scale != 1 || a.offset != 0) return std::nullopt;
+      const auto r = static_cast<size_t>(a.resultAxis);
+      if (taken[r] || v->type().shape[r] != from[i]) return std::nullopt;
+      taken[r] = true;
+      perm.push_back(r);
+    }
+    return perm;
   }
 
   Status addStore(const Value* v, size_t index) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/kernel/emission_schedule.h"
+#include "jit_harness.h"
 #include "kernel_builder.h"
 
 namespace kfuse::testing {
@@ -30,6 +31,23 @@ TEST(EmissionSchedule, ColumnSumsRunAcrossRows) {
   EXPECT_TRUE(s.rowsAcross);
   EXPECT_FALSE(s.keptSum.has_value());
   EXPECT_TRUE(s.rowLevel(k));
+}
+
+// A layer norm over the channels of NCHW pixels (ConvNeXt's, transposes
+// folded): its rows are strided, its pixels contiguous, so it runs across
+// rows; the weight and bias, contiguous along the row but the same at every
+// pixel, do not make it run row by row (it did: 587 -> 310 us on
+// ConvNeXt-atto's 56x56x40 blocks).
+TEST(EmissionSchedule, ChannelNormsRunAcrossRowsWhateverTheirWeights) {
+  KernelBuilder b("channel_norm", {4, 16}, {8});
+  int x = b.input(DType::F32, {8, 4, 16});
+  int w = b.input(DType::F32, {8});
+  Scalar v = b.load(x, {16, 1, 64});
+  Scalar mean = b.reduce(Combiner::Sum, v) / 8.0;
+  b.storeAxes(b.output(DType::F32, {8, 4, 16}), {2, 0, 1}, (v - mean) * b.loadAxes(w, {2}));
+  Kernel k = b.build();
+  EXPECT_TRUE(scheduleEmission(k).rowsAcross);
+  EXPECT_TRUE(matchesInterpreter(k, Tolerance::f32()));
 }
 
 TEST(EmissionSchedule, AccumulatorsOfBoolSumsCount) {
