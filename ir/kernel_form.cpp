@@ -16,8 +16,7 @@ bool isSplatConstant(const Node& n) {
 std::string kernelFormIssue(const Node& n) {
   if (n.op().affine) {
     std::vector<TensorType> types;
-    for (const Value* v : n.operands()) types.push_back(v->type());
-    auto map = n.op().affine(OpCall{n.op(), n.attrs(), types, &n, nullptr}, n.result()->type().shape);
+    auto map = n.op().affine(callOf(n, types), n.result()->type().shape);
     return map ? "" : map.error().message();
   }
   if (n.op().scalar || n.op().gatherAxis || (n.op().rowSpec && n.op().row)) return "";

@@ -8,6 +8,12 @@
 
 namespace kfuse {
 
+OpCall callOf(const Node& n, std::vector<TensorType>& types) {
+  types.clear();
+  for (const Value* v : n.operands()) types.push_back(v->type());
+  return OpCall{n.op(), n.attrs(), types, &n, n.body()};
+}
+
 std::string_view fusionClassName(FusionClass c) {
   switch (c) {
     case FusionClass::Elementwise: return "elementwise";

@@ -58,6 +58,10 @@ struct OpCall {
   const std::vector<double>& getFloats(std::string_view n) const { return attr(n).asFloats(); }
 };
 
+// Node n's call: its op, attributes, body, and its operands' types, which
+// `types` holds (the call points into it, so it must outlive the call).
+OpCall callOf(const Node& n, std::vector<TensorType>& types);
+
 using InferFn = std::function<Expected<std::vector<TensorType>>(const OpCall&)>;
 // Computes the outputs from inputs whose types are those of the call and
 // whose results have the types inference gave. Runtime failures (an index out

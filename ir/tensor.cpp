@@ -25,10 +25,8 @@ Tensor Tensor::fromDoubles(TensorType type, const std::vector<double>& values) {
 Tensor Tensor::scalar(DType dtype, double value) { return fromDoubles(TensorType(dtype, {}), {value}); }
 
 Tensor Tensor::copyOf(TensorType type, const std::byte* data) {
-  Tensor t;
-  t.bytes_ = TensorBytes(type.byteSize());
-  if (t.bytes_.size()) std::memcpy(t.bytes_.data(), data, t.bytes_.size());
-  t.type_ = std::move(type);
+  Tensor t = uninitialized(std::move(type));
+  if (t.byteSize()) std::memcpy(t.data(), data, t.byteSize());
   return t;
 }
 

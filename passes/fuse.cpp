@@ -56,12 +56,10 @@ bool expensive(const Node& n) {
   if (op.gatherAxis) return true;
   if (!op.scalar || op.scalarReadsIndex) return false;
   std::vector<TensorType> types;
+  const OpCall call = callOf(n, types);
   std::vector<Scalar> inputs;
-  for (const Value* v : n.operands()) {
-    inputs.push_back(Scalar::input(static_cast<int>(types.size()), v->type().dtype));
-    types.push_back(v->type());
-  }
-  const std::vector<Scalar> out = op.scalar(OpCall{op, n.attrs(), types, &n, nullptr}, inputs);
+  for (size_t i = 0; i < types.size(); ++i) inputs.push_back(Scalar::input(static_cast<int>(i), types[i].dtype));
+  const std::vector<Scalar> out = op.scalar(call, inputs);
   return std::any_of(out.begin(), out.end(), [](const Scalar& s) { return transcendental(*s.node()); });
 }
 

@@ -36,12 +36,6 @@ constexpr int kAccBase = 1 << 20;
 constexpr int kPrologueBase = 2 << 20;
 constexpr int kGlobalBase = 3 << 20;
 
-OpCall callOf(const Node& n, std::vector<TensorType>& types) {
-  types.clear();
-  for (const Value* v : n.operands()) types.push_back(v->type());
-  return OpCall{n.op(), n.attrs(), types, &n, n.body()};
-}
-
 class Lowering;
 
 class RowBuilderImpl : public RowBuilder {
