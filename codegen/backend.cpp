@@ -11,6 +11,7 @@
 #include "runtime/cpu_conv.h"
 #include "runtime/cpu_runner.h"
 #include "runtime/threads.h"
+#include "exec/conv_epilogue.h"
 #include "exec/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
@@ -111,7 +112,7 @@ class CpuExecutor : public Executor {
     std::vector<size_t> convSteps = cpu::directConvSteps(plan, convTiling);
     std::vector<size_t> gemmSteps = packedGemmSteps(plan);
     std::vector<cpu::DirectConv> convs;
-    for (size_t s : convSteps) convs.push_back({str("conv_step", s), plan.steps[s].conv(), convTiling});
+    for (size_t s : convSteps) convs.push_back(cpu::directConvOf(plan, s, str("conv_step", s), convTiling));
     std::vector<cpu::PackedGemm> gemms;
     for (size_t s : gemmSteps) gemms.push_back(cpu::packedGemmOf(plan, s, str("gemm_step", s), gemmTiling));
     if (plan.kernels.empty() && convs.empty() && gemms.empty()) return CpuFunctions{};
@@ -176,12 +177,17 @@ Expected<std::string> kernelIR(const Plan& plan, std::string_view cpu) {
     }
     if (step.kind() != StepKind::Conv) continue;
     DType dt = plan.buffers[static_cast<size_t>(step.conv().y)].type.dtype;
-    out += str("conv step ", s, " (", step.name, "): ",
-               cpu::directConvFits(step.conv(), dt, tiling) ? cpu::describeDirectConv(step.conv(), tiling)
-                                                          : step.conv().direction == ConvDirection::Forward
-                                                                ? std::string("im2col + GEMM")
-                                                                : str("im2col + GEMM, ", convDirectionName(step.conv().direction)),
-               "\n");
+    out += str("conv step ", s, " (", step.name, "): ");
+    if (!cpu::directConvFits(step.conv(), dt, tiling)) {
+      out += step.conv().direction == ConvDirection::Forward
+                 ? std::string("im2col + GEMM\n")
+                 : str("im2col + GEMM, ", convDirectionName(step.conv().direction), "\n");
+      continue;
+    }
+    auto epilogue = convEpilogue(plan, s);
+    out += cpu::describeDirectConv(step.conv(), tiling, static_cast<bool>(epilogue));
+    if (!step.kernels.empty() && !epilogue) out += str("; epilogue after the convolution: ", epilogue.error().message());
+    out += "\n";
   }
 #endif
   return out;

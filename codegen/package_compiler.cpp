@@ -108,7 +108,8 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
     }
     fns[f].directConvs = cpu::directConvSteps(plan, tiling);
     for (size_t s : fns[f].directConvs) {
-      cpu::DirectConv conv{packageStepName(f, s), plan.steps[s].conv(), tiling};
+      cpu::DirectConv conv = cpu::directConvOf(plan, s, packageStepName(f, s), tiling);
+      if (conv.epilogue) fns[f].convEpilogues.push_back(s);
       stats.directConvs++;
       if (fresh(cpu::codeOf(conv), "conv", conv.name)) convs.push_back(std::move(conv));
     }

@@ -13,6 +13,7 @@
 #include "exec/kernel_eval.h"
 #include "runtime/blas.h"
 #include "runtime/cpu_conv.h"
+#include "exec/conv_epilogue.h"
 #include "exec/packed_gemm.h"
 #include "exec/parallel.h"
 #include "runtime/threads.h"
@@ -66,7 +67,9 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRun
   packable_.assign(plan_->steps.size(), false);
   epilogueInside_.assign(plan_->steps.size(), false);
   for (size_t s = 0; s < plan_->steps.size(); ++s) {
-    if (!steps_[s] || plan_->steps[s].kind() != StepKind::Gemm) continue;
+    if (!steps_[s]) continue;
+    if (plan_->steps[s].kind() == StepKind::Conv) epilogueInside_[s] = static_cast<bool>(convEpilogue(*plan_, s));
+    if (plan_->steps[s].kind() != StepKind::Gemm) continue;
     packable_[s] = packedGemmFits(*plan_, s);
     epilogueInside_[s] = packable_[s] && static_cast<bool>(packedEpilogue(*plan_, s));
   }
@@ -191,7 +194,7 @@ Status CpuRunner::runStep(size_t index) {
       return Status::ok();
     case StepKind::Gemm:
     case StepKind::Conv:
-      KF_RETURN_IF_ERROR(s.kind() == StepKind::Gemm ? runGemm(index) : runConv(s.conv(), steps_[index]));
+      KF_RETURN_IF_ERROR(s.kind() == StepKind::Gemm ? runGemm(index) : runConv(index));
       if (!s.kernels.empty() && !epilogueInside_[index]) return runKernel(s.kernels[0], s.kernelBuffers[0]);
       return Status::ok();
     case StepKind::Reference: return runReference(s);
@@ -353,7 +356,9 @@ Status CpuRunner::runPackedGemm(size_t index, KernelFn fn) {
   return Status::ok();
 }
 
-Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
+Status CpuRunner::runConv(size_t index) {
+  const ConvSpec& c = plan_->steps[index].conv();
+  KernelFn direct = steps_[index];
   DType dt = plan_->buffers[static_cast<size_t>(c.y)].type.dtype;
   if (direct && ((dt != DType::F32 && !isHalf(dt)) || c.direction != ConvDirection::Forward))
     return Error(str("a direct convolution was compiled for a ", convDirectionName(c.direction), " convolution of ",
@@ -367,8 +372,11 @@ Status CpuRunner::runConv(const ConvSpec& c, KernelFn direct) {
   auto conv = [&](DType as, const Pointers& ptr) {
     auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
     if (direct) {
-      void* args[] = {at(c.x), at(c.w), at(c.bias), at(c.y)};
-      return runChunks(chunksOf(directConvWork(c), threads_), [&](int64_t begin, int64_t end) { direct(args, begin, end); });
+      std::vector<void*> args = {at(c.x), at(c.w), at(c.bias), at(c.y)};
+      if (epilogueInside_[index])  // f32 only (convEpilogue): `ptr` is ptr_
+        for (int buffer : plan_->steps[index].kernelBuffers[0]) args.push_back(at(buffer));
+      return runChunks(chunksOf(directConvWork(c), threads_),
+                       [&](int64_t begin, int64_t end) { direct(args.data(), begin, end); });
     }
     // The first range uses the plan's workspace, the others scratch of
     // their own, kept between runs.

@@ -61,7 +61,7 @@ class CpuRunner : public PlanRunner {
   Status runGemm(size_t index);
   Status runPackedGemm(size_t index, KernelFn fn);
   const Tensor* unchangedTensor(int b) const;
-  Status runConv(const ConvSpec& c, KernelFn direct);
+  Status runConv(size_t index);
   Status runReference(const Step& s);
   Status startCollective(const CollectiveSpec& c);
   Status startSharded(const CollectiveSpec& c);
@@ -87,7 +87,8 @@ class CpuRunner : public PlanRunner {
   std::vector<std::unique_ptr<std::byte, void (*)(void*)>> convScratch_;
   // Per step, from exec/packed_gemm.h's rule once (it scans every
   // step's writes): whether generated GEMM code may run it packed, and
-  // whether that code runs the epilogue too.
+  // whether that code runs the epilogue too (a direct convolution's: whether
+  // its code runs the epilogue, exec/conv_epilogue.h).
   std::vector<bool> packable_;
   std::vector<bool> epilogueInside_;
   // Exchanges started and not yet waited for, by bucket. Each runs on a

@@ -29,7 +29,10 @@ std::string codeOf(const DirectConv& c) {
   spec.x = 0, spec.w = 1, spec.y = 3;
   spec.bias = spec.bias >= 0 ? 2 : -1;  // whether there is one is all the code reads
   spec.workspace = -1;                  // library convolutions' scratch; generated ones have none
-  return str("conv\n", convSpecJson(spec), "\n", describeTiling(c.tiling));
+  std::string blocks;
+  for (const std::array<int64_t, 4>& b : c.blocks.strides) blocks += str(b[0], ",", b[1], ",", b[2], ",", b[3], ";");
+  return str("conv\n", convSpecJson(spec), "\n", describeTiling(c.tiling), "\n",
+             c.epilogue ? unnamed(*c.epilogue) : "none", "\n", blocks);
 }
 
 std::string codeOf(const PackedGemm& g) {

@@ -10,6 +10,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/OptimizationLevel.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
@@ -73,7 +74,13 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubt
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = level >= OptLevel::O2;
   tuning.SLPVectorization = level >= OptLevel::O2;
-  llvm::PassBuilder pb(&tm, tuning);
+  // Functions marked optnone are left alone (optimizeEpilogues holds the
+  // hand-blocked code back that way); the new pass manager skips them only
+  // through this instrumentation.
+  llvm::PassInstrumentationCallbacks instrumentation;
+  llvm::OptNoneInstrumentation optNone(/*DebugLogging=*/false);
+  optNone.registerCallbacks(instrumentation);
+  llvm::PassBuilder pb(&tm, tuning, llvm::None, &instrumentation);
   // Registered before the defaults, so this one is used: the loop vectorizer
   // may then call vector math instead of libm once per element (softmax's
   // exponentials were 16% of a transformer block's inference).
@@ -140,6 +147,8 @@ Expected<std::unique_ptr<llvm::Module>> emitFunctions(const CodeBatch& batch, ll
     KF_ASSIGN_OR_RETURN(llvm::Function * fn, emitPackedGemm(g, *module));
     forTarget(fn);
   }
+  for (llvm::Function& fn : *module)
+    if (fn.hasFnAttribute(kEpilogueAttribute)) forTarget(&fn);  // optimised on their own first
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());
@@ -150,15 +159,44 @@ Expected<std::unique_ptr<llvm::Module>> emitFunctions(const CodeBatch& batch, ll
 // emitted: they need their accumulators in registers, their address
 // arithmetic simplified and hoisted, not loop vectorisation or unrolling,
 // whose analyses of their straight-line blocks took most of a model's
-// compile time. A packed GEMM's epilogue is an ordinary kernel, inlined:
-// it needs the loop vectoriser (at O1 GPT-2's GELU ran as a scalar tanhf
-// per element, 2.6 of its MLP GEMM's 3.4 ms).
-bool handBlocked(const CodeBatch& batch) {
-  return batch.kernels.empty() && std::none_of(batch.gemms.begin(), batch.gemms.end(),
-                                               [](const PackedGemm& g) { return g.epilogue != nullptr; });
-}
+// compile time. They are optimised at O1.
+bool handBlocked(const CodeBatch& batch) { return batch.kernels.empty(); }
 
 OptLevel levelFor(bool handBlocked, OptLevel level) { return handBlocked ? std::min(level, OptLevel::O1) : level; }
+
+// A packed GEMM's or direct convolution's epilogue is an ordinary kernel
+// (marked kEpilogueAttribute): it needs the loop vectoriser (at O1 GPT-2's
+// GELU ran as a scalar tanhf per element, 2.6 of its MLP GEMM's 3.4 ms).
+// So the epilogues are optimised first, alone, at `level` (every other
+// function held back by optnone), and then inlined into the hand-blocked
+// code, which the module's own pipeline optimises.
+void optimizeEpilogues(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, OptLevel level) {
+  std::vector<llvm::Function*> epilogues, others;
+  for (llvm::Function& fn : module)
+    if (!fn.isDeclaration()) (fn.hasFnAttribute(kEpilogueAttribute) ? epilogues : others).push_back(&fn);
+  if (epilogues.empty()) return;
+  for (llvm::Function* fn : others) {
+    fn->addFnAttr(llvm::Attribute::OptimizeNone);
+    fn->addFnAttr(llvm::Attribute::NoInline);
+  }
+  optimizeModule(module, tm, subtarget, level);
+  for (llvm::Function* fn : others) {
+    fn->removeFnAttr(llvm::Attribute::OptimizeNone);
+    fn->removeFnAttr(llvm::Attribute::NoInline);
+  }
+  for (llvm::Function* fn : epilogues) fn->addFnAttr(llvm::Attribute::AlwaysInline);
+}
+
+void optimizeFor(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, bool handBlocked,
+                 OptLevel level) {
+  if (handBlocked) {
+    optimizeEpilogues(module, tm, subtarget, level);
+  } else {  // one pipeline for all: inlined first
+    for (llvm::Function& fn : module)
+      if (fn.hasFnAttribute(kEpilogueAttribute)) fn.addFnAttr(llvm::Attribute::AlwaysInline);
+  }
+  optimizeModule(module, tm, subtarget, levelFor(handBlocked, level));
+}
 
 }  // namespace
 
@@ -166,7 +204,7 @@ Expected<std::unique_ptr<llvm::Module>> buildKernelModule(const CodeBatch& batch
                                                           llvm::TargetMachine& tm, const CpuSubtarget& subtarget,
                                                           OptLevel level) {
   KF_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, emitFunctions(batch, ctx, tm, subtarget));
-  optimizeModule(*module, tm, subtarget, levelFor(handBlocked(batch), level));
+  optimizeFor(*module, tm, subtarget, handBlocked(batch), level);
   return module;
 }
 
@@ -187,7 +225,7 @@ Expected<ObjectCode> emitObject(const CodeBatch& batch, const CpuSubtarget& subt
 Expected<ObjectCode> emitObject(EmittedModule emitted, const CpuSubtarget& subtarget, const CompileOptions& options) {
   llvm::Module& module = *emitted.module;
   llvm::TargetMachine& tm = *emitted.tm;
-  optimizeModule(module, tm, subtarget, levelFor(emitted.handBlocked, options.optLevel));
+  optimizeFor(module, tm, subtarget, emitted.handBlocked, options.optLevel);
   ObjectCode out;
   if (options.keepOptimizedIR) out.optimizedIR = printModule(module);
   llvm::SmallVector<char, 0> buffer;

@@ -5,6 +5,7 @@
 
 #include "codegen/cpu/llvm_emitter.h"
 #include "codegen/cpu/vector_code.h"
+#include "exec/parallel.h"
 #include "ir/support/strings.h"
 #include "passes/direct_conv.h"
 
@@ -35,8 +36,9 @@ struct ColumnBlock {
 
 class ConvEmitter {
  public:
-  ConvEmitter(const ConvSpec& c, const ConvTiling& t, llvm::Module& m, const std::string& symbol)
-      : c_(c), t_(blockTiling(c, t)), code_(m, symbol, t.lanes), b_(code_.b()), cg_(c.c / c.groups), og_(c.o / c.groups) {}
+  ConvEmitter(const DirectConv& conv, llvm::Module& m, const std::string& symbol)
+      : conv_(conv), c_(conv.spec), t_(blockTiling(c_, conv.tiling)), module_(m), code_(m, symbol, conv.tiling.lanes),
+        b_(code_.b()), cg_(c_.c / c_.groups), og_(c_.o / c_.groups) {}
 
   Expected<llvm::Function*> run();
 
@@ -78,14 +80,20 @@ class ConvEmitter {
   void emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channels, const ColumnBlock& blk, Value* ox0);
   void emitTaps(Value* n, Value* g, Value* iy, Value* ky, int64_t knownKy, Value* o0, int channels,
                 const ColumnBlock& blk, Value* ox0);
+  void runEpilogue(Value* n, Value* o0, Value* oy, int64_t channels, int64_t rows);
 
+  const DirectConv& conv_;
   const ConvSpec& c_;
   ConvTiling t_;
+  llvm::Module& module_;
   VectorCode code_;
   llvm::IRBuilder<>& b_;
   int64_t cg_, og_;
   Value *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *y_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;  // channel-major, t_.vectors per channel
+  std::vector<Value*> epilogueBuffers_;  // the epilogue kernel's, as byte pointers
+  llvm::AllocaInst* epilogueArgs_ = nullptr;
+  Status epilogueStatus_ = Status::ok();
   // Whole planes: blocks [interiorLo_, interiorHi_) of t_.vectors whole
   // vectors read nothing outside the plane at any tap, and run as one loop
   // whose lanes that read padding are zeroed by a mask from interiorMasks_
@@ -97,7 +105,7 @@ class ConvEmitter {
   // Whole planes folded in chunks of input channels (planeChunkChannels):
   // this chunk's first channel of the group, and whether it is the first
   // chunk (the others start from the partial sums in y). Null: one chunk.
-  Value *ciBegin_ = nullptr, *firstChunk_ = nullptr;
+  Value *ciBegin_ = nullptr, *firstChunk_ = nullptr, *lastChunk_ = nullptr;
 };
 
 // Blocks of t_.vectors vectors from the left; runs of clean blocks merge.
@@ -135,19 +143,54 @@ Expected<llvm::Function*> ConvEmitter::run() {
   w_ = code_.floatBuffer(1, "w");
   if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
   y_ = code_.floatBuffer(3, "y");
+  if (conv_.epilogue) {
+    for (size_t i = 0; i < conv_.epilogue->buffers.size(); ++i)
+      epilogueBuffers_.push_back(code_.byteBuffer(static_cast<int>(4 + i), conv_.epilogue->buffers[i].name.c_str()));
+    epilogueArgs_ = code_.frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(epilogueBuffers_.size()), "epilogue_args");
+  }
   for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(code_.accumulator());
   if (c_.wholePlanes()) {
     planInteriorBlocks();
     runPlanes();
-    return code_.finish();
+  } else {
+    // Work units (exec/parallel.h): output rows, (image, group, row) row-major.
+    code_.loopRange(code_.begin(), code_.end(), "row", [&](Value* u) {
+      Value* oy = b_.CreateURem(u, i64(c_.oh));
+      Value* ng = b_.CreateUDiv(u, i64(c_.oh));
+      emitRow(b_.CreateUDiv(ng, i64(c_.groups)), b_.CreateURem(ng, i64(c_.groups)), oy);
+    });
   }
-  // Work units (exec/parallel.h): output rows, (image, group, row) row-major.
-  code_.loopRange(code_.begin(), code_.end(), "row", [&](Value* u) {
-    Value* oy = b_.CreateURem(u, i64(c_.oh));
-    Value* ng = b_.CreateUDiv(u, i64(c_.oh));
-    emitRow(b_.CreateUDiv(ng, i64(c_.groups)), b_.CreateURem(ng, i64(c_.groups)), oy);
-  });
+  KF_RETURN_IF_ERROR(epilogueStatus_);
   return code_.finish();
+}
+
+// The epilogue over output channels [o0, o0 + channels) of image n, rows
+// [oy, oy + rows) (exec/conv_epilogue.h): the kernel cut to the block (one
+// function per block shape, inlined), called with every buffer moved there.
+void ConvEmitter::runEpilogue(Value* n, Value* o0, Value* oy, int64_t channels, int64_t rows) {
+  if (!conv_.epilogue) return;
+  const kernel::Kernel& k = *conv_.epilogue;
+  kernel::Kernel cut = convBlockKernel(k, conv_.blocks, channels, rows, c_.ow);
+  cut.name = str(conv_.name, "_epilogue_", channels, "x", rows);
+  llvm::Function* fn = module_.getFunction(symbolName(cut.name));
+  if (!fn) {
+    auto emitted = emitKernel(cut, module_.getContext(), module_);
+    if (!emitted) {
+      if (epilogueStatus_) epilogueStatus_ = emitted.error();
+      return;
+    }
+    fn = *emitted;
+    markEpilogue(*fn);
+  }
+  for (size_t i = 0; i < epilogueBuffers_.size(); ++i) {
+    const std::array<int64_t, 4>& s = conv_.blocks.strides[i];
+    const auto bytes = static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
+    Value* at = b_.CreateAdd(b_.CreateMul(n, i64(s[0] * bytes)),
+                             b_.CreateAdd(b_.CreateMul(o0, i64(s[1] * bytes)), b_.CreateMul(oy, i64(s[2] * bytes))));
+    Value* moved = b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], at);
+    b_.CreateStore(moved, b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), epilogueArgs_, static_cast<uint64_t>(i)));
+  }
+  b_.CreateCall(fn, {epilogueArgs_, i64(0), i64(kernelWork(cut).units)});
 }
 
 // Every output channel of group g in output row oy: blocks of t_.channels,
@@ -161,6 +204,7 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
         emitBlock(n, g, oy, o0, channels, blk, b_.CreateAdd(i64(blk.ox0), b_.CreateMul(i, i64(width))));
       });
     }
+    runEpilogue(n, o0, oy, channels, 1);
   };
   Value* groupBase = b_.CreateMul(g, i64(og_));
   const int64_t full = og_ / t_.channels;
@@ -277,6 +321,7 @@ void ConvEmitter::runPlanes() {
   code_.loop(cg_ / per, "chunk", [&](Value* k) {
     ciBegin_ = b_.CreateFreeze(b_.CreateMul(k, i64(per)));  // planeChunkChannels says why
     firstChunk_ = b_.CreateICmpEQ(k, i64(0));
+    lastChunk_ = b_.CreateICmpEQ(k, i64(cg_ / per - 1));
     runPlaneUnits();
   }, /*rolled=*/true);  // each chunk's code is the whole convolution's
 }
@@ -341,6 +386,11 @@ void ConvEmitter::runPlaneUnits() {
   std::vector<std::pair<llvm::BasicBlock*, int64_t>> paths;  // each path's last block and its channels
   auto path = [&](int channels) {
     emitPlanes(n, g, o0, channels);
+    // Chunked, the sums are final in the last chunk only.
+    if (!lastChunk_)
+      runEpilogue(n, o0, i64(0), channels, c_.oh);
+    else
+      code_.when(lastChunk_, "epilogue", [&] { runEpilogue(n, o0, i64(0), channels, c_.oh); });
     paths.emplace_back(b_.GetInsertBlock(), channels);
     b_.CreateBr(latch);
   };
@@ -610,18 +660,31 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
   if (t.lanes < 1 || t.vectors < 1 || t.channels < 1) return fail("tiling with an empty block");
   const std::string symbol = symbolName(conv.name);
   if (module.getNamedValue(symbol)) return fail("the module already defines a symbol of that name");
-  auto fn = ConvEmitter(conv.spec, t, module, symbol).run();
+  if (conv.epilogue && conv.blocks.strides.size() != conv.epilogue->buffers.size())
+    return fail("the epilogue's blocks do not match its buffers");
+  auto fn = ConvEmitter(conv, module, symbol).run();
   if (!fn) return fail(fn.error().message());
   return fn;
 }
 
-std::string describeDirectConv(const ConvSpec& c, const ConvTiling& tiling) {
+DirectConv directConvOf(const Plan& plan, size_t step, std::string name, const ConvTiling& t) {
+  const Step& s = plan.steps[step];
+  DirectConv conv{std::move(name), s.conv(), t};
+  if (auto blocks = convEpilogue(plan, step)) {
+    conv.epilogue = &plan.kernels[static_cast<size_t>(s.kernels[0])];
+    conv.blocks = std::move(*blocks);
+  }
+  return conv;
+}
+
+std::string describeDirectConv(const ConvSpec& c, const ConvTiling& tiling, bool epilogue) {
   const ConvTiling t = blockTiling(c, tiling);
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
   const bool whole = c.wholePlanes();
   return str("direct, ", whole ? str("whole ", c.oh, "x", c.ow, " planes, ") : std::string(), "blocks of ",
              std::min<int64_t>(t.channels, og), " channels x ",
-             std::min<int64_t>(t.vectors, ceilDiv(whole ? c.oh * c.ow : c.ow, t.lanes)), "x", t.lanes, " pixels");
+             std::min<int64_t>(t.vectors, ceilDiv(whole ? c.oh * c.ow : c.ow, t.lanes)), "x", t.lanes, " pixels",
+             epilogue ? ", epilogue per block" : "");
 }
 
 }  // namespace kfuse::cpu

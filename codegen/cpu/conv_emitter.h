@@ -28,11 +28,18 @@
 // size, padding, dilation, vertical stride and group count), in f32. The
 // runtime runs the others with im2col + GEMM (runtime/cpu_conv.h).
 //
+// With an epilogue (exec/conv_epilogue.h's convEpilogue), the function runs
+// it over each block of output channels as soon as the block is complete
+// (a row of them, or their whole planes; chunked planes after the last
+// chunk), while the block is in cache: the epilogue kernel cut to the
+// block, emitted beside the convolution and inlined. Otherwise the runner
+// runs it afterwards, a second pass over the whole output.
+//
 // ABI: llvm_emitter.h's `void <symbol>(void** buffers, int64_t begin, int64_t end)`, the
 // work units output rows, (image, group, row) row-major, or for whole
 // planes (image, output channel) row-major (exec/parallel.h),
 // with buffers {x, w, bias (unused when the spec has none), y}, f32, NCHW / OIHW (or OHWI
-// when filterLast).
+// when filterLast), then the epilogue kernel's buffers in its order.
 #pragma once
 
 #include <functional>
@@ -43,6 +50,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/cpu/subtarget.h"
+#include "exec/conv_epilogue.h"
 #include "ir/support/expected.h"
 #include "exec/plan.h"
 
@@ -72,14 +80,22 @@ struct DirectConv {
   std::string name;
   ConvSpec spec;
   ConvTiling tiling;
+  // The step's epilogue when the convolution runs it (convEpilogue), else null.
+  const kernel::Kernel* epilogue = nullptr;
+  ConvBlocks blocks;
 };
+
+// Conv step `step` of `plan` (directConvFits) to generate, with its
+// epilogue where convEpilogue says the convolution runs it.
+DirectConv directConvOf(const Plan& plan, size_t step, std::string name, const ConvTiling& t);
 
 // Adds the function to `module`. Fails, naming the convolution, when the
 // spec is not supported or the symbol is taken.
 Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& module);
 
 // One line describing what the generated code does with `c` ("direct:
-// blocks of 8 channels x 2x16 pixels"), for kernel listings.
-std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t);
+// blocks of 8 channels x 2x16 pixels, epilogue per block"), for kernel
+// listings.
+std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t, bool epilogue = false);
 
 }  // namespace kfuse::cpu

@@ -194,8 +194,7 @@ Status GemmEmitter::emitEpilogue(Value* row0, int rows) {
     auto emitted = emitKernel(cut, module_.getContext(), module_);
     if (!emitted) return emitted.error();
     fn = *emitted;
-    fn->setLinkage(llvm::GlobalValue::InternalLinkage);
-    fn->addFnAttr(llvm::Attribute::AlwaysInline);
+    markEpilogue(*fn);
   }
   for (size_t i = 0; i < epilogueBuffers_.size(); ++i) {
     const int64_t bytes = gemm_.blocks.rowStrides[i] * static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));

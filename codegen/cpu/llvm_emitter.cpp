@@ -633,4 +633,9 @@ Expected<llvm::Function*> emitKernel(const Kernel& k, llvm::LLVMContext& ctx, ll
   return fn;
 }
 
+void markEpilogue(llvm::Function& fn) {
+  fn.setLinkage(llvm::GlobalValue::InternalLinkage);
+  fn.addFnAttr(kEpilogueAttribute);
+}
+
 }  // namespace kfuse::cpu

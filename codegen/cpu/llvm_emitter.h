@@ -45,4 +45,11 @@ std::string symbolName(std::string_view kernelName);
 // symbol is taken.
 Expected<llvm::Function*> emitKernel(const kernel::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& module);
 
+// A packed GEMM's or direct convolution's epilogue kernel, emitted beside
+// it and called from it: internal, and marked kEpilogueAttribute, which
+// tells the optimiser (compile.h) to vectorise it on its own before
+// inlining it into the hand-blocked code.
+inline constexpr const char* kEpilogueAttribute = "kfuse-epilogue";
+void markEpilogue(llvm::Function& fn);
+
 }  // namespace kfuse::cpu

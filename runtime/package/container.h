@@ -47,8 +47,12 @@ namespace kfuse::package {
 // of more than one tap over planes past 32x32 (up to
 // ops::kDenseWholePlanePixels) as whole planes, split by channel, which
 // format 8's code ran as rows: an older package with such a direct
-// convolution is refused.
-inline constexpr uint32_t kFormatVersion = 9;
+// convolution is refused; format 10 runs a direct convolution's epilogue
+// inside it, per block of output channels (exec/conv_epilogue.h), its code
+// taking the epilogue's buffers too, and lists those convolutions
+// (conv_epilogues): an older package with a direct convolution whose
+// epilogue this kfuse would run inside is refused.
+inline constexpr uint32_t kFormatVersion = 10;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;

@@ -14,6 +14,7 @@
 #if KFUSE_PACKAGE_CUDA
 #include "runtime/cuda/program_io.h"
 #endif
+#include "exec/conv_epilogue.h"
 #include "exec/packed_gemm.h"
 
 namespace kfuse {
@@ -74,6 +75,7 @@ json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
       fn["direct_convs"] = f.directConvs;
       fn["packed_gemms"] = f.packedGemms;
       fn["packed_epilogues"] = f.packedEpilogues;
+      fn["conv_epilogues"] = f.convEpilogues;
     }
     functions.push_back(std::move(fn));
   }
@@ -193,6 +195,7 @@ MetaSection readMeta(const json& j) {
       steps("direct_convs", fn.directConvs);
       steps("packed_gemms", fn.packedGemms);
       steps("packed_epilogues", fn.packedEpilogues);
+      steps("conv_epilogues", fn.convEpilogues);
     });
     out.functions.push_back(std::move(fn));
   }
@@ -279,6 +282,14 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that ran planes past 32x32 as rows, and this kfuse runs them whole; compile the model "
                               "again with this kfuse")));
+    }
+    for (size_t s : f.directConvs) {
+      // The code's arguments depend on it: the runner must agree.
+      bool inside = std::find(f.convEpilogues.begin(), f.convEpilogues.end(), s) != f.convEpilogues.end();
+      if (inside != static_cast<bool>(convEpilogue(*f.plan, s)))
+        return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled ",
+                              inside ? "with" : "without", " its epilogue, and this kfuse would run it ",
+                              inside ? "after the convolution" : "inside; compile the model again with this kfuse")));
     }
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))

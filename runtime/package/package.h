@@ -61,6 +61,10 @@ struct PackageFunction {
   // (exec/packed_gemm.h's packedEpilogue when the package was compiled;
   // the loader refuses a package whose plan now says otherwise).
   std::vector<size_t> packedEpilogues;
+  // cpu: those of directConvs whose code runs the step's epilogue too
+  // (exec/conv_epilogue.h's convEpilogue when the package was compiled;
+  // the loader refuses a package whose plan now says otherwise).
+  std::vector<size_t> convEpilogues;
 };
 
 // How @train_step is called: inputs of the forward, then labels (unless the

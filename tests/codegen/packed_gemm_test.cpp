@@ -11,6 +11,7 @@
 #include "codegen/cpu/gemm_emitter.h"
 #include "codegen/cpu/jit.h"
 #include "tests/codegen/jit_harness.h"
+#include "tests/codegen/module_harness.h"
 #include "codegen/plan/plan_builder.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
@@ -135,37 +136,6 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
   EXPECT_TRUE(packedGemmSteps(*plan).empty());
 }
 
-Tensor waveTensor(const TensorType& t, double phase) {
-  Tensor x(t);
-  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::sin(0.61 * static_cast<double>(i) + phase));
-  return x;
-}
-
-std::unique_ptr<Module> fused(const char* text) {
-  auto m = parseModule(text, "epilogues.kir");
-  EXPECT_TRUE(m) << m.error().message();
-  if (!m) return nullptr;
-  auto backend = backendFor("cpu");
-  EXPECT_TRUE(backend && prepareModule(**m, *backend));
-  return std::move(*m);
-}
-
-// Runs @main on the cpu target (buffers poisoned as they die) and in the
-// interpreter; "" when every output agrees.
-std::string runMatches(Module& m, const std::vector<Tensor>& args) {
-  const Graph& fn = *m.functions().front();
-  auto want = interpret(fn, args);
-  if (!want) return want.error().message();
-  auto exec = createExecutor("cpu", {.inplace = true, .poison = true});
-  if (!exec) return exec.error().message();
-  auto got = (*exec)->run(fn, args);
-  if (!got) return got.error().message();
-  for (size_t i = 0; i < want->outputs.size(); ++i)
-    if (std::string d = test::compareTensors(got->outputs[i], want->outputs[i], 1e-5, 1e-5); !d.empty())
-      return str("output ", i, ": ", d);
-  return "";
-}
-
 // Each GEMM step with its packedEpilogue verdict ("" when it runs inside).
 std::vector<std::string> verdicts(const Module& m) {
   auto plan = buildPlan(*m.functions().front());
@@ -184,7 +154,7 @@ std::vector<std::string> verdicts(const Module& m) {
 // results; the first product is reshaped, so the epilogue's space is not
 // the product's own shape.
 TEST(PackedGemm, EpiloguesRunPerBlockOfRows) {
-  auto m = fused(R"(module @m {
+  auto m = testing::preparedModule(R"(module @m {
   param @w1 : f32[16,40]
   param @b1 : f32[40]
   param @w2 : f32[40,24]
@@ -201,17 +171,17 @@ TEST(PackedGemm, EpiloguesRunPerBlockOfRows) {
 })");
   ASSERT_TRUE(m);
   for (const char* p : {"w1", "b1", "w2"})
-    m->setParamData(p, waveTensor(m->findParam(p)->type, static_cast<double>(p[1])));
+    m->setParamData(p, testing::waveTensor(m->findParam(p)->type, static_cast<double>(p[1])));
   const Graph& fn = *m->functions().front();
-  std::vector<Tensor> args = {waveTensor(fn.arguments()[0]->type(), 0.5), waveTensor(fn.arguments()[1]->type(), 1.5)};
+  std::vector<Tensor> args = {testing::waveTensor(fn.arguments()[0]->type(), 0.5), testing::waveTensor(fn.arguments()[1]->type(), 1.5)};
   EXPECT_EQ(verdicts(*m), (std::vector<std::string>{"", ""}));
-  EXPECT_EQ(runMatches(*m, args), "");
+  EXPECT_EQ(testing::cpuMatchesInterpreter(*m, args), "");
 }
 
 // A B past kPackedMaxBytes runs columns outer, its epilogue after the
 // whole GEMM; results are the interpreter's.
 TEST(PackedGemm, ColumnsOuterRunsItsEpilogueAfter) {
-  auto m = fused(R"(module @m {
+  auto m = testing::preparedModule(R"(module @m {
   param @w : f32[16,33000]
   param @b : f32[33000]
   func @main(%x: f32[5,16]) -> (f32[5,33000]) {
@@ -222,19 +192,19 @@ TEST(PackedGemm, ColumnsOuterRunsItsEpilogueAfter) {
   }
 })");
   ASSERT_TRUE(m);
-  for (const char* p : {"w", "b"}) m->setParamData(p, waveTensor(m->findParam(p)->type, static_cast<double>(p[0])));
+  for (const char* p : {"w", "b"}) m->setParamData(p, testing::waveTensor(m->findParam(p)->type, static_cast<double>(p[0])));
   const Graph& fn = *m->functions().front();
   std::vector<std::string> v = verdicts(*m);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_NE(v[0].find("columns outer"), std::string::npos) << v[0];
-  EXPECT_EQ(runMatches(*m, {waveTensor(fn.arguments()[0]->type(), 0.5)}), "");
+  EXPECT_EQ(testing::cpuMatchesInterpreter(*m, {testing::waveTensor(fn.arguments()[0]->type(), 0.5)}), "");
 }
 
 // An epilogue is an ordinary kernel inlined into the GEMM: its vector math
 // must stay vectorised (the hand-blocked GEMM alone is optimised lightly,
 // codegen/cpu/compile.cpp). Compiled for a named CPU, not run.
 TEST(PackedGemm, EpiloguesKeepTheirVectorMath) {
-  auto m = fused(R"(module @m {
+  auto m = testing::preparedModule(R"(module @m {
   param @w : f32[64,128]
   func @main(%x: f32[32,64]) -> (f32[32,128]) {
     %0 = matmul %x, @w : f32[32,128]
@@ -260,7 +230,7 @@ TEST(PackedGemm, EpiloguesKeepTheirVectorMath) {
 // A new weight tensor is packed again; an epilogue that reads the product
 // in another order runs after the whole GEMM.
 TEST(PackedGemm, RepacksNewWeightsAndKeepsOutOfOrderEpiloguesOutside) {
-  auto m = fused(R"(module @m {
+  auto m = testing::preparedModule(R"(module @m {
   param @w : f32[20,20]
   func @main(%x: f32[20,20]) -> (f32[20,20]) {
     %0 = matmul %x, @w : f32[20,20]
@@ -271,14 +241,14 @@ TEST(PackedGemm, RepacksNewWeightsAndKeepsOutOfOrderEpiloguesOutside) {
 })");
   ASSERT_TRUE(m);
   const Graph& fn = *m->functions().front();
-  std::vector<Tensor> args = {waveTensor(fn.arguments()[0]->type(), 0.5)};
+  std::vector<Tensor> args = {testing::waveTensor(fn.arguments()[0]->type(), 0.5)};
   std::vector<std::string> v = verdicts(*m);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_NE(v[0], "") << "the transposed read must keep the epilogue outside";
   auto exec = createExecutor("cpu", {.inplace = true, .poison = true});
   ASSERT_TRUE(exec);
   for (double phase : {1.0, 2.0}) {
-    m->setParamData("w", waveTensor(m->findParam("w")->type, phase));
+    m->setParamData("w", testing::waveTensor(m->findParam("w")->type, phase));
     auto want = interpret(fn, args);
     ASSERT_TRUE(want) << want.error().message();
     auto got = (*exec)->run(fn, args);

@@ -204,6 +204,17 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
   EXPECT_NE(wrong.error().message().find("function @forward: direct convolution at step 1, which is not a convolution"),
             std::string::npos)
       << wrong.error().message();
+
+  // Its tanh and mean run inside it (exec/conv_epilogue.h); a package that
+  // lists no such epilogue (as format 9 wrote them) has code that takes
+  // other arguments and is refused.
+  EXPECT_EQ(f.convEpilogues, std::vector<size_t>{0});
+  auto outside = withSteps(**pkg, &PackageFunction::convEpilogues, {});
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().message().find("function @forward: the direct convolution at step 0 was compiled without "
+                                           "its epilogue, and this kfuse would run it inside; compile the model again"),
+            std::string::npos)
+      << outside.error().message();
 }
 
 // convPackage(h, wd), whose convolution runs as whole planes, read back as

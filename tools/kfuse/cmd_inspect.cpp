@@ -69,7 +69,10 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
   std::cout << "  kernels (" << names.size() << "): " << join(names) << "\n";
   if (pkg.meta().target == "cpu") {
     std::vector<std::string> convs;
-    for (size_t s : f.directConvs) convs.push_back(str("step ", s, " (", p.steps[s].name, ")"));
+    for (size_t s : f.directConvs) {
+      const bool inside = std::find(f.convEpilogues.begin(), f.convEpilogues.end(), s) != f.convEpilogues.end();
+      convs.push_back(str("step ", s, " (", p.steps[s].name, inside ? ", epilogue inside" : "", ")"));
+    }
     std::cout << "  direct convolutions (" << convs.size() << ")" << (convs.empty() ? "" : ": " + join(convs)) << "\n";
     std::vector<std::string> gemms;
     for (size_t s : f.packedGemms)

@@ -1,0 +1,169 @@
+#include "exec/conv_epilogue.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "exec/index_space.h"
+#include "ir/support/strings.h"
+
+namespace kfuse {
+namespace {
+
+// A dim of extent > 1 as the range [lo, hi) of place values it takes in
+// the row-major index, and an access's stride per unit of it.
+struct Piece {
+  int64_t lo = 1, hi = 1, stride = 0;
+};
+
+std::vector<Piece> piecesOf(const Shape& shape, const std::vector<int64_t>& strides) {
+  std::vector<Piece> out;
+  int64_t place = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 1) out.push_back({place, place * shape[d], strides.empty() ? 0 : strides[d]});
+    place *= shape[d];
+  }
+  return out;
+}
+
+// The strides along `to`'s dims (0 for dims of extent 1) of an access
+// walking `from` with `strides`, both shapes factorising one row-major
+// index; nullopt where the access is not affine in `to`'s indices (a dim
+// of `to` spanning parts of `from`'s dims whose strides do not chain).
+std::optional<std::vector<int64_t>> restride(const Shape& from, const std::vector<int64_t>& strides, const Shape& to) {
+  if (numElements(from) != numElements(to)) return std::nullopt;
+  const std::vector<Piece> fromPieces = piecesOf(from, strides);
+  const std::vector<Piece> toPieces = piecesOf(to, {});
+  std::vector<int64_t> bounds = {1};
+  for (const std::vector<Piece>* ps : {&fromPieces, &toPieces})
+    for (const Piece& p : *ps) bounds.insert(bounds.end(), {p.lo, p.hi});
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  // The common refinement: pieces between consecutive bounds, each inside
+  // one dim of `from` (bounds must divide each other).
+  std::vector<Piece> fine;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    if (bounds[i + 1] % bounds[i] != 0) return std::nullopt;
+    auto in = std::find_if(fromPieces.begin(), fromPieces.end(),
+                           [&](const Piece& p) { return p.lo <= bounds[i] && bounds[i + 1] <= p.hi; });
+    if (in == fromPieces.end()) return std::nullopt;
+    fine.push_back({bounds[i], bounds[i + 1], in->stride * (bounds[i] / in->lo)});
+  }
+  std::vector<int64_t> out(to.size(), 0);
+  int64_t place = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    const int64_t lo = place, hi = place * to[d];
+    place = hi;
+    if (to[d] <= 1) continue;
+    auto first = std::find_if(fine.begin(), fine.end(), [&](const Piece& p) { return p.lo == lo; });
+    if (first == fine.end()) return std::nullopt;
+    out[d] = first->stride;
+    int64_t expected = first->stride * (first->hi / first->lo);
+    for (auto p = first + 1; p != fine.end() && p->hi <= hi; ++p) {
+      if (p->stride != expected) return std::nullopt;
+      expected = p->stride * (p->hi / p->lo);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, const std::vector<bool>& confined) {
+  if (!k.prologue.empty() || !k.globals.empty()) return Error("it folds globals over the whole space");
+  for (const kernel::Store& s : k.stores)
+    if (s.scope == kernel::StoreScope::Final || s.gathered || s.accumulate) return Error("it scatters or folds");
+  for (const kernel::Load& l : k.loads)
+    if (l.gathered) return Error("it gathers");
+  const std::vector<bool> indexed = kernel::dimsReadByIndexLeaves(k);
+  if (std::find(indexed.begin(), indexed.end(), true) != indexed.end()) return Error("it reads an index");
+  const Shape y = {c.n, c.o, c.oh, c.ow};
+  if (k.outerPoints() * k.reducePoints() != numElements(y))
+    return Error(str("its ", k.outerPoints() * k.reducePoints(), " points are not the convolution's ", numElements(y),
+                     " outputs"));
+  // Each block is one call of the cut kernel: a depthwise convolution's
+  // blocks, one channel's row, were too short to pay for it.
+  const int64_t og = c.o / std::max<int64_t>(c.groups, 1), pixels = c.wholePlanes() ? c.oh * c.ow : c.ow;
+  if (og * pixels < kMinConvEpilogueUnit)
+    return Error(str("a unit of its work holds ", og * pixels, " outputs, fewer than ", kMinConvEpilogueUnit));
+  const int64_t blockBytes = std::min(og, kConvEpilogueBlockChannels) * pixels * int64_t{sizeof(float)};
+  if (blockBytes > kMaxConvEpilogueBlockBytes)
+    return Error(str("a block of its outputs takes up to ", blockBytes, " bytes, more than the ",
+                     kMaxConvEpilogueBlockBytes, " it may to stay in the first-level cache"));
+  // A reduction must fold each output plane, which only whole-plane blocks
+  // hold complete.
+  if (!k.reduce.empty() && (k.reducePoints() != c.oh * c.ow || !c.wholePlanes()))
+    return Error("it reduces across blocks");
+  Shape space = k.outer;
+  space.insert(space.end(), k.reduce.begin(), k.reduce.end());
+  // How a block may walk a confined buffer: as y is, or (a reduction's row
+  // stores) one element per plane.
+  std::array<int64_t, 4> walk = {c.o * c.oh * c.ow, c.oh * c.ow, c.ow, 1}, planes = {c.o, 1, 0, 0};
+  for (size_t d = 0; d < 4; ++d)
+    if (y[d] <= 1) walk[d] = planes[d] = 0;
+  ConvBlocks b;
+  b.strides.assign(k.buffers.size(), {0, 0, 0, 0});
+  std::vector<bool> seen(k.buffers.size(), false);
+  for (size_t a = 0; a < kernel::numAccesses(k); ++a) {
+    const bool isLoad = a < k.loads.size();
+    const size_t buffer = static_cast<size_t>(isLoad ? k.loads[a].buffer : k.stores[a - k.loads.size()].buffer);
+    const kernel::IndexMap& map = isLoad ? k.loads[a].map : k.stores[a - k.loads.size()].map;
+    const std::string& name = k.buffers[buffer].name;
+    std::vector<int64_t> along = map.strides;
+    along.resize(space.size(), 0);
+    auto s = restride(space, along, y);
+    if (!s) return Error(str(name, " is not affine in the convolution's image, channel, row and column"));
+    const std::array<int64_t, 4> strides = {(*s)[0], (*s)[1], (*s)[2], (*s)[3]};
+    if (seen[buffer] && b.strides[buffer] != strides) return Error(str(name, " is accessed with two sets of strides"));
+    seen[buffer] = true;
+    b.strides[buffer] = strides;
+    if (confined[buffer] && (map.base != 0 || (strides != walk && (k.reduce.empty() || strides != planes))))
+      return Error(str(name, " is not walked as the convolution's output is, so a block could reach past its own"));
+  }
+  return b;
+}
+
+kernel::Kernel convBlockKernel(const kernel::Kernel& k, const ConvBlocks& blocks, int64_t channels, int64_t rows,
+                               int64_t cols) {
+  kernel::Kernel r = k;
+  r.name = str(k.name, "_block", channels, "x", rows, "x", cols);
+  if (k.reduce.empty()) {
+    r.outer = {channels, rows, cols};
+  } else {  // whole planes (convBlocksOf)
+    r.outer = {channels};
+    r.reduce = {rows, cols};
+  }
+  auto remap = [&](kernel::IndexMap& m, int buffer) {
+    const std::array<int64_t, 4>& s = blocks.strides[static_cast<size_t>(buffer)];
+    m.strides = {s[1], s[2], s[3]};
+  };
+  for (kernel::Load& l : r.loads) remap(l.map, l.buffer);
+  for (kernel::Store& s : r.stores) remap(s.map, s.buffer);
+  return r;
+}
+
+Expected<ConvBlocks> convEpilogue(const Plan& plan, size_t step) {
+  if (step >= plan.steps.size() || plan.steps[step].kind() != StepKind::Conv) return Error("not a convolution");
+  const Step& s = plan.steps[step];
+  const ConvSpec& c = s.conv();
+  if (s.kernels.empty()) return Error("there is no epilogue");
+  if (c.direction != ConvDirection::Forward) return Error("it is not a forward convolution");
+  for (int b : {c.x, c.w, c.bias, c.y})
+    if (b >= 0 && plan.buffers[static_cast<size_t>(b)].type.dtype != DType::F32)
+      return Error("its operands are not all f32");
+  const kernel::Kernel& k = plan.kernels[static_cast<size_t>(s.kernels[0])];
+  const std::vector<int>& buffers = s.kernelBuffers[0];
+  auto storage = [&](size_t i) { return plan.storageOf(buffers[i]); };
+  std::vector<int> written;
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    if (k.buffers[i].output) written.push_back(storage(i));
+  for (int b : {c.x, c.w, c.bias})
+    if (b >= 0 && std::find(written.begin(), written.end(), plan.storageOf(b)) != written.end())
+      return Error("the epilogue writes over an operand of the convolution");
+  std::vector<bool> confined(k.buffers.size());
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    confined[i] = storage(i) == plan.storageOf(c.y) ||
+                  std::find(written.begin(), written.end(), storage(i)) != written.end();
+  return convBlocksOf(k, c, confined);
+}
+
+}  // namespace kfuse

@@ -1,0 +1,28 @@
+// Whole modules through the cpu target against the reference interpreter,
+// for tests of code generated per plan step (packed GEMMs and direct
+// convolutions with their epilogues).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace kfuse::testing {
+
+// A tensor of sin(0.61 i + phase): deterministic, neighbours different.
+Tensor waveTensor(const TensorType& t, double phase);
+
+// `text` parsed and prepared for the cpu target (its pipeline, fusion
+// included); null, with a test failure, when either fails.
+std::unique_ptr<Module> preparedModule(const char* text);
+
+// Runs the first function on the cpu target (buffers poisoned as they die,
+// `threads` threads, 0: the default) and in the interpreter; "" when every
+// output agrees to within `tol`, absolute and relative (f32 rounding of the
+// sums on the way).
+std::string cpuMatchesInterpreter(Module& m, const std::vector<Tensor>& args, int threads = 0, double tol = 1e-5);
+
+}  // namespace kfuse::testing
