@@ -150,20 +150,11 @@ Expected<ConvBlocks> convEpilogue(const Plan& plan, size_t step) {
   for (int b : {c.x, c.w, c.bias, c.y})
     if (b >= 0 && plan.buffers[static_cast<size_t>(b)].type.dtype != DType::F32)
       return Error("its operands are not all f32");
-  const kernel::Kernel& k = plan.kernels[static_cast<size_t>(s.kernels[0])];
-  const std::vector<int>& buffers = s.kernelBuffers[0];
-  auto storage = [&](size_t i) { return plan.storageOf(buffers[i]); };
-  std::vector<int> written;
-  for (size_t i = 0; i < k.buffers.size(); ++i)
-    if (k.buffers[i].output) written.push_back(storage(i));
+  const EpilogueStorage e = epilogueStorage(plan, s, c.y);
   for (int b : {c.x, c.w, c.bias})
-    if (b >= 0 && std::find(written.begin(), written.end(), plan.storageOf(b)) != written.end())
+    if (b >= 0 && std::find(e.written.begin(), e.written.end(), plan.storageOf(b)) != e.written.end())
       return Error("the epilogue writes over an operand of the convolution");
-  std::vector<bool> confined(k.buffers.size());
-  for (size_t i = 0; i < k.buffers.size(); ++i)
-    confined[i] = storage(i) == plan.storageOf(c.y) ||
-                  std::find(written.begin(), written.end(), storage(i)) != written.end();
-  return convBlocksOf(k, c, confined);
+  return convBlocksOf(plan.kernels[static_cast<size_t>(s.kernels[0])], c, e.confined);
 }
 
 }  // namespace kfuse

@@ -31,19 +31,10 @@ Expected<kernel::RowBlocks> packedEpilogue(const Plan& plan, size_t step) {
   const Step& s = plan.steps[step];
   if (s.kernels.empty()) return Error("there is no epilogue");
   if (packedColumnsOuter(s.gemm())) return Error("the GEMM runs columns outer: a row of C is complete only at the end");
-  const kernel::Kernel& k = plan.kernels[static_cast<size_t>(s.kernels[0])];
-  const std::vector<int>& buffers = s.kernelBuffers[0];
-  auto storage = [&](size_t i) { return plan.storageOf(buffers[i]); };
-  std::vector<int> written;
-  for (size_t i = 0; i < k.buffers.size(); ++i)
-    if (k.buffers[i].output) written.push_back(storage(i));
-  if (std::find(written.begin(), written.end(), plan.storageOf(s.gemm().a)) != written.end())
+  const EpilogueStorage e = epilogueStorage(plan, s, s.gemm().c);
+  if (std::find(e.written.begin(), e.written.end(), plan.storageOf(s.gemm().a)) != e.written.end())
     return Error("the epilogue writes over A");
-  std::vector<bool> confined(k.buffers.size());
-  for (size_t i = 0; i < k.buffers.size(); ++i)
-    confined[i] = storage(i) == plan.storageOf(s.gemm().c) ||
-                  std::find(written.begin(), written.end(), storage(i)) != written.end();
-  return kernel::rowBlocksOf(k, s.gemm().m, confined);
+  return kernel::rowBlocksOf(plan.kernels[static_cast<size_t>(s.kernels[0])], s.gemm().m, e.confined);
 }
 
 int64_t packedBElements(const GemmSpec& g) { return (g.n + kPackedPanel - 1) / kPackedPanel * kPackedPanel * g.k; }

@@ -1,5 +1,6 @@
 #include "exec/plan.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/op_registry.h"
@@ -170,6 +171,19 @@ std::string printPlan(const Plan& p) {
     os << "\n";
   }
   return os.str();
+}
+
+EpilogueStorage epilogueStorage(const Plan& p, const Step& s, int result) {
+  const kernel::Kernel& k = p.kernels[static_cast<size_t>(s.kernels[0])];
+  const std::vector<int>& buffers = s.kernelBuffers[0];
+  auto storage = [&](size_t i) { return p.storageOf(buffers[i]); };
+  EpilogueStorage out;
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    if (k.buffers[i].output) out.written.push_back(storage(i));
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    out.confined.push_back(storage(i) == p.storageOf(result) ||
+                           std::find(out.written.begin(), out.written.end(), storage(i)) != out.written.end());
+  return out;
 }
 
 bool readOnlyWhileRunning(const Plan& p, int b) {

@@ -239,6 +239,17 @@ std::vector<int> stepBuffers(const Step& s);
 // results.
 std::vector<int> stepWrites(const Plan& p, const Step& s);
 
+// The storages a GEMM's or convolution's epilogue (step.kernels[0]) writes,
+// and per epilogue buffer whether a block of the step, running the
+// epilogue over its own part of the step's result `result`, must keep to
+// its own elements there: the buffer lies on the result's storage or on
+// one the epilogue writes (exec/row_blocks.h, exec/conv_epilogue.h).
+struct EpilogueStorage {
+  std::vector<int> written;
+  std::vector<bool> confined;
+};
+EpilogueStorage epilogueStorage(const Plan& p, const Step& s, int result);
+
 // Whether buffer `b`'s storage is a parameter or constant that nothing
 // writes while the plan runs (no step, no state update): an inference
 // plan's weights. Runners may keep data derived from it between runs.
