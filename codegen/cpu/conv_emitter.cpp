@@ -5,7 +5,6 @@
 
 #include "codegen/cpu/llvm_emitter.h"
 #include "codegen/cpu/vector_code.h"
-#include "exec/parallel.h"
 #include "ir/support/strings.h"
 #include "passes/direct_conv.h"
 
@@ -37,8 +36,8 @@ struct ColumnBlock {
 class ConvEmitter {
  public:
   ConvEmitter(const DirectConv& conv, llvm::Module& m, const std::string& symbol)
-      : conv_(conv), c_(conv.spec), t_(blockTiling(c_, conv.tiling)), module_(m), code_(m, symbol, conv.tiling.lanes),
-        b_(code_.b()), cg_(c_.c / c_.groups), og_(c_.o / c_.groups) {}
+      : conv_(conv), c_(conv.spec), t_(blockTiling(c_, conv.tiling)), code_(m, symbol, conv.tiling.lanes), b_(code_.b()),
+        cg_(c_.c / c_.groups), og_(c_.o / c_.groups) {}
 
   Expected<llvm::Function*> run();
 
@@ -85,15 +84,13 @@ class ConvEmitter {
   const DirectConv& conv_;
   const ConvSpec& c_;
   ConvTiling t_;
-  llvm::Module& module_;
   VectorCode code_;
   llvm::IRBuilder<>& b_;
   int64_t cg_, og_;
   Value *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *y_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;  // channel-major, t_.vectors per channel
   std::vector<Value*> epilogueBuffers_;  // the epilogue kernel's, as byte pointers
-  llvm::AllocaInst* epilogueArgs_ = nullptr;
-  Status epilogueStatus_ = Status::ok();
+  Status epilogueStatus_ = Status::ok();  // the first error of runEpilogue
   // Whole planes: blocks [interiorLo_, interiorHi_) of t_.vectors whole
   // vectors read nothing outside the plane at any tap, and run as one loop
   // whose lanes that read padding are zeroed by a mask from interiorMasks_
@@ -143,11 +140,9 @@ Expected<llvm::Function*> ConvEmitter::run() {
   w_ = code_.floatBuffer(1, "w");
   if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
   y_ = code_.floatBuffer(3, "y");
-  if (conv_.epilogue) {
+  if (conv_.epilogue)
     for (size_t i = 0; i < conv_.epilogue->buffers.size(); ++i)
       epilogueBuffers_.push_back(code_.byteBuffer(static_cast<int>(4 + i), conv_.epilogue->buffers[i].name.c_str()));
-    epilogueArgs_ = code_.frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(epilogueBuffers_.size()), "epilogue_args");
-  }
   for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(code_.accumulator());
   if (c_.wholePlanes()) {
     planInteriorBlocks();
@@ -172,25 +167,17 @@ void ConvEmitter::runEpilogue(Value* n, Value* o0, Value* oy, int64_t channels, 
   const kernel::Kernel& k = *conv_.epilogue;
   kernel::Kernel cut = convBlockKernel(k, conv_.blocks, channels, rows, c_.ow);
   cut.name = str(conv_.name, "_epilogue_", channels, "x", rows);
-  llvm::Function* fn = module_.getFunction(symbolName(cut.name));
-  if (!fn) {
-    auto emitted = emitKernel(cut, module_.getContext(), module_);
-    if (!emitted) {
-      if (epilogueStatus_) epilogueStatus_ = emitted.error();
-      return;
-    }
-    fn = *emitted;
-    markEpilogue(*fn);
-  }
+  std::vector<Value*> moved;
   for (size_t i = 0; i < epilogueBuffers_.size(); ++i) {
     const std::array<int64_t, 4>& s = conv_.blocks.strides[i];
     const auto bytes = static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
     Value* at = b_.CreateAdd(b_.CreateMul(n, i64(s[0] * bytes)),
                              b_.CreateAdd(b_.CreateMul(o0, i64(s[1] * bytes)), b_.CreateMul(oy, i64(s[2] * bytes))));
-    Value* moved = b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], at);
-    b_.CreateStore(moved, b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), epilogueArgs_, static_cast<uint64_t>(i)));
+    moved.push_back(b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], at));
   }
-  b_.CreateCall(fn, {epilogueArgs_, i64(0), i64(kernelWork(cut).units)});
+  // Called from the emitters' loop bodies, which return nothing: the first
+  // error is kept for run().
+  if (Status s = code_.callEpilogue(cut, moved); !s && epilogueStatus_) epilogueStatus_ = s;
 }
 
 // Every output channel of group g in output row oy: blocks of t_.channels,

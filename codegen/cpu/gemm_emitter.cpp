@@ -7,7 +7,6 @@
 #include "codegen/cpu/vector_code.h"
 #include "ir/support/strings.h"
 #include "exec/packed_gemm.h"
-#include "exec/parallel.h"
 
 namespace kfuse::cpu {
 namespace {
@@ -19,7 +18,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 class GemmEmitter {
  public:
   GemmEmitter(const PackedGemm& g, llvm::Module& m, const std::string& symbol)
-      : gemm_(g), g_(g.spec), t_(g.tiling), module_(m), code_(m, symbol, t_.lanes), b_(code_.b()),
+      : gemm_(g), g_(g.spec), t_(g.tiling), code_(m, symbol, t_.lanes), b_(code_.b()),
         width_(int64_t{t_.vectors} * t_.lanes) {}
 
   Expected<llvm::Function*> run();
@@ -37,25 +36,21 @@ class GemmEmitter {
   const PackedGemm& gemm_;
   const GemmSpec& g_;
   GemmTiling t_;
-  llvm::Module& module_;
   VectorCode code_;
   llvm::IRBuilder<>& b_;
   int64_t width_;  // columns per block
   Value *a_ = nullptr, *bp_ = nullptr, *c_ = nullptr;
   std::vector<llvm::AllocaInst*> acc_;  // row-major, t_.vectors per row
   std::vector<Value*> epilogueBuffers_;  // the epilogue kernel's, as byte pointers
-  llvm::AllocaInst* epilogueArgs_ = nullptr;
 };
 
 Expected<llvm::Function*> GemmEmitter::run() {
   a_ = code_.floatBuffer(0, "a");
   bp_ = code_.floatBuffer(1, "b_packed");
   c_ = code_.floatBuffer(2, "c");
-  if (gemm_.epilogue) {
+  if (gemm_.epilogue)
     for (size_t i = 0; i < gemm_.epilogue->buffers.size(); ++i)
       epilogueBuffers_.push_back(code_.byteBuffer(static_cast<int>(3 + i), gemm_.epilogue->buffers[i].name.c_str()));
-    epilogueArgs_ = code_.frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(epilogueBuffers_.size()), "epilogue_args");
-  }
   for (int i = 0; i < t_.rows * t_.vectors; ++i) acc_.push_back(code_.accumulator());
   KF_RETURN_IF_ERROR(packedColumnsOuter(g_) ? emitPanels() : emitRows());
   return code_.finish();
@@ -189,20 +184,12 @@ Status GemmEmitter::emitEpilogue(Value* row0, int rows) {
   const kernel::Kernel& k = *gemm_.epilogue;
   kernel::Kernel cut = kernel::rowBlockKernel(k, gemm_.blocks, rows);
   cut.name = str(gemm_.name, "_epilogue_rows", rows);
-  llvm::Function* fn = module_.getFunction(symbolName(cut.name));
-  if (!fn) {
-    auto emitted = emitKernel(cut, module_.getContext(), module_);
-    if (!emitted) return emitted.error();
-    fn = *emitted;
-    markEpilogue(*fn);
-  }
+  std::vector<Value*> moved;
   for (size_t i = 0; i < epilogueBuffers_.size(); ++i) {
     const int64_t bytes = gemm_.blocks.rowStrides[i] * static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
-    Value* moved = b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], b_.CreateMul(row0, i64(bytes)));
-    b_.CreateStore(moved, b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), epilogueArgs_, i));
+    moved.push_back(b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], b_.CreateMul(row0, i64(bytes))));
   }
-  b_.CreateCall(fn, {epilogueArgs_, i64(0), i64(kernelWork(cut).units)});
-  return Status::ok();
+  return code_.callEpilogue(cut, moved);
 }
 
 }  // namespace

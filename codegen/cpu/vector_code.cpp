@@ -3,6 +3,9 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/cpu/llvm_emitter.h"
+#include "exec/parallel.h"
+
 namespace kfuse::cpu {
 
 using llvm::Value;
@@ -132,6 +135,23 @@ llvm::AllocaInst* VectorCode::accumulator() { return frameSlot(vec_, 1, "acc"); 
 void VectorCode::multiplyAdd(llvm::AllocaInst* acc, Value* a, Value* x) {
   Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_}, {a, x, b_.CreateLoad(vec_, acc)});
   b_.CreateStore(sum, acc);
+}
+
+Status VectorCode::callEpilogue(const kernel::Kernel& k, const std::vector<Value*>& buffers) {
+  llvm::Module& m = *fn_->getParent();
+  llvm::Function* callee = m.getFunction(symbolName(k.name));
+  if (!callee) {
+    KF_ASSIGN_OR_RETURN(callee, emitKernel(k, ctx_, m));
+    markEpilogue(*callee);
+  }
+  if (!epilogueArgs_ || epilogueArgsSize_ < buffers.size()) {
+    epilogueArgs_ = frameSlot(b_.getInt8PtrTy(), static_cast<int64_t>(buffers.size()), "epilogue_args");
+    epilogueArgsSize_ = buffers.size();
+  }
+  for (size_t i = 0; i < buffers.size(); ++i)
+    b_.CreateStore(buffers[i], b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), epilogueArgs_, i));
+  b_.CreateCall(callee, {epilogueArgs_, i64(0), i64(kernelWork(k).units)});
+  return Status::ok();
 }
 
 }  // namespace kfuse::cpu

@@ -13,6 +13,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include "exec/kernel_ir.h"
 #include "ir/support/expected.h"
 
 namespace kfuse::cpu {
@@ -72,6 +73,12 @@ class VectorCode {
   llvm::AllocaInst* accumulator();
   void multiplyAdd(llvm::AllocaInst* acc, llvm::Value* a, llvm::Value* x);
 
+  // Calls kernel `k` (an epilogue cut to a block: emitted into the module
+  // once per name and marked for the optimiser, llvm_emitter.h's
+  // markEpilogue) over all its work units, its buffer i at the byte
+  // pointer buffers[i].
+  Status callEpilogue(const kernel::Kernel& k, const std::vector<llvm::Value*>& buffers);
+
   llvm::IRBuilder<>& b() { return b_; }
   llvm::VectorType* vec() const { return vec_; }
   int lanes() const { return lanes_; }
@@ -84,6 +91,8 @@ class VectorCode {
   llvm::VectorType* vec_;
   int lanes_;
   int minor_ = 0;  // depth of minor part() scopes
+  llvm::AllocaInst* epilogueArgs_ = nullptr;  // callEpilogue's buffer array
+  size_t epilogueArgsSize_ = 0;
   void keepRolled(llvm::BranchInst* latch);
 };
 

@@ -16,17 +16,7 @@ namespace kfuse {
 namespace {
 
 // Each Conv step's convEpilogue verdict ("" when it runs inside).
-std::vector<std::string> verdicts(const Module& m) {
-  auto plan = buildPlan(*m.functions().front());
-  EXPECT_TRUE(plan) << plan.error().message();
-  std::vector<std::string> out;
-  for (size_t s = 0; plan && s < plan->steps.size(); ++s) {
-    if (plan->steps[s].kind() != StepKind::Conv) continue;
-    auto e = convEpilogue(*plan, s);
-    out.push_back(e ? "" : e.error().message());
-  }
-  return out;
-}
+std::vector<std::string> verdicts(const Module& m) { return testing::verdicts(m, StepKind::Conv, convEpilogue); }
 
 void setParams(Module& m) {
   double phase = 0.25;
@@ -182,11 +172,15 @@ TEST(ConvEpilogue, BlocksFollowTheConvolutionsDims) {
   ASSERT_TRUE(b) << b.error().message();
   EXPECT_EQ(b->strides[static_cast<size_t>(scale)], (std::array<int64_t, 4>{0, 1, 0, 0}));
   for (size_t i = 0; i < k.buffers.size(); ++i)
-    if (confined[i]) EXPECT_EQ(b->strides[i], (std::array<int64_t, 4>{256, 64, 0, 1})) << k.buffers[i].name;
+    if (confined[i]) {
+      EXPECT_EQ(b->strides[i], (std::array<int64_t, 4>{256, 64, 0, 1})) << k.buffers[i].name;
+    }
   const kernel::Kernel cut = convBlockKernel(k, *b, 3, 1, 64);
   EXPECT_EQ(cut.outer, (Shape{3, 1, 64}));
   for (const kernel::Load& l : cut.loads)
-    if (l.buffer == scale) EXPECT_EQ(l.map.strides, (std::vector<int64_t>{1, 0, 0}));
+    if (l.buffer == scale) {
+      EXPECT_EQ(l.map.strides, (std::vector<int64_t>{1, 0, 0}));
+    }
   for (kernel::Load& l : k.loads)
     if (l.buffer == scale) l.map.strides.back() = 1;  // s[ox % 8] of the plane's columns
   auto rowRead = convBlocksOf(k, c, confined);

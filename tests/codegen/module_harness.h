@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "codegen/plan/plan_builder.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 
@@ -24,5 +27,21 @@ std::unique_ptr<Module> preparedModule(const char* text);
 // output agrees to within `tol`, absolute and relative (f32 rounding of the
 // sums on the way).
 std::string cpuMatchesInterpreter(Module& m, const std::vector<Tensor>& args, int threads = 0, double tol = 1e-5);
+
+// Each step of `kind` in the first function's plan with the verdict of
+// `rule` (packedEpilogue, convEpilogue: Expected<T>(const Plan&, size_t)) on
+// it: "" where it holds, else its error.
+template <typename Rule>
+std::vector<std::string> verdicts(const Module& m, StepKind kind, Rule rule) {
+  auto plan = buildPlan(*m.functions().front());
+  EXPECT_TRUE(plan) << plan.error().message();
+  std::vector<std::string> out;
+  for (size_t s = 0; plan && s < plan->steps.size(); ++s) {
+    if (plan->steps[s].kind() != kind) continue;
+    auto e = rule(*plan, s);
+    out.push_back(e ? "" : e.error().message());
+  }
+  return out;
+}
 
 }  // namespace kfuse::testing

@@ -137,17 +137,7 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
 }
 
 // Each GEMM step with its packedEpilogue verdict ("" when it runs inside).
-std::vector<std::string> verdicts(const Module& m) {
-  auto plan = buildPlan(*m.functions().front());
-  EXPECT_TRUE(plan) << plan.error().message();
-  std::vector<std::string> out;
-  for (size_t s = 0; plan && s < plan->steps.size(); ++s) {
-    if (plan->steps[s].kind() != StepKind::Gemm) continue;
-    auto e = packedEpilogue(*plan, s);
-    out.push_back(e ? "" : e.error().message());
-  }
-  return out;
-}
+std::vector<std::string> verdicts(const Module& m) { return testing::verdicts(m, StepKind::Gemm, packedEpilogue); }
 
 // Bias + ReLU, a residual add and a row softmax run per block of 12 rows
 // (30 rows: two full blocks and a remainder) and give the interpreter's
