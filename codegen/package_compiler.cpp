@@ -10,6 +10,7 @@
 #include "codegen/backend.h"
 #include "codegen/plan/plan_builder.h"
 #include "codegen/plan/plan_pass.h"
+#include "ir/support/file_io.h"
 #include "ir/support/strings.h"
 #include "exec/packed_gemm.h"
 
@@ -198,6 +199,15 @@ Status collectParams(const Module& m, PackageContents& out) {
 
 }  // namespace
 
+Status CompiledPackage::write(const std::string& path) const {
+  const package::ContainerWriter w = packageWriter(*contents);
+  return writeFileAtomically(path, [&](const ByteSink& sink) { w.write(sink); });
+}
+
+std::string CompiledPackage::bytes() const { return packageWriter(*contents).finish(); }
+
+uint64_t CompiledPackage::size() const { return packageWriter(*contents).size(); }
+
 Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const PackageCompileOptions& o) {
   if (o.target != "cpu" && o.target != "cuda")
     return Error(str("kfuse compile makes cpu and cuda packages, not '", o.target, "'"));
@@ -261,7 +271,8 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
 #endif
   }
   stats.functions = out.functions.size();
-  stats.bytes = writePackage(out);
+  stats.model = std::move(model);
+  stats.contents = std::make_shared<const PackageContents>(std::move(out));
   return stats;
 }
 

@@ -45,7 +45,14 @@ struct PackageCompileOptions {
 };
 
 struct CompiledPackage {
-  std::string bytes;       // the package file
+  // The package file, written atomically (whole or not at all), or in
+  // memory. Its weights are written from the compiled model's tensors.
+  Status write(const std::string& path) const;
+  std::string bytes() const;
+  uint64_t size() const;
+
+  std::shared_ptr<const Module> model;            // owns the weights' data
+  std::shared_ptr<const PackageContents> contents;  // what the file is made of
   size_t functions = 0;
   size_t kernels = 0;      // generated kernels over all plans
   size_t directConvs = 0;  // cpu: convolutions generated as direct convolutions

@@ -211,7 +211,7 @@ Expected<TensorMap> readWeightsFile(const std::string& path) {
   return parseWeights(bytes, path);
 }
 
-std::string serializeWeights(const std::vector<std::pair<std::string, const Tensor*>>& tensors) {
+std::string weightsHeader(const std::vector<std::pair<std::string, const Tensor*>>& tensors) {
   std::string header = "{";
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -227,13 +227,23 @@ std::string serializeWeights(const std::vector<std::pair<std::string, const Tens
   std::string out(8, '\0');
   uint64_t len = header.size();
   for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xff);
-  out += header;
+  return out + header;
+}
+
+std::string serializeWeights(const std::vector<std::pair<std::string, const Tensor*>>& tensors) {
+  std::string out = weightsHeader(tensors);
+  size_t total = out.size();
+  for (const auto& [_, t] : tensors) total += t->byteSize();
+  out.reserve(total);
   for (const auto& [_, t] : tensors) out.append(reinterpret_cast<const char*>(t->data()), t->byteSize());
   return out;
 }
 
 Status writeWeightsFile(const std::string& path, const std::vector<std::pair<std::string, const Tensor*>>& tensors) {
-  return writeFileAtomically(path, serializeWeights(tensors));
+  return writeFileAtomically(path, [&](const ByteSink& sink) {
+    sink(weightsHeader(tensors));
+    for (const auto& [_, t] : tensors) sink({reinterpret_cast<const char*>(t->data()), t->byteSize()});
+  });
 }
 
 }  // namespace kfuse

@@ -22,5 +22,8 @@ Expected<TensorMap> readWeightsFile(const std::string& path);
 Expected<TensorMap> parseWeights(std::string_view bytes, const std::string& pathForMessages);
 Status writeWeightsFile(const std::string& path, const std::vector<std::pair<std::string, const Tensor*>>& tensors);
 std::string serializeWeights(const std::vector<std::pair<std::string, const Tensor*>>& tensors);
+// What serializeWeights writes before the tensors' data: the header's
+// length and the header. The data follows, each tensor's bytes in order.
+std::string weightsHeader(const std::vector<std::pair<std::string, const Tensor*>>& tensors);
 
 }  // namespace kfuse

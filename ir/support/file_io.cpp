@@ -39,13 +39,17 @@ Expected<std::string> readFile(const std::string& path) {
 }
 
 Status writeFileAtomically(const std::string& path, std::string_view contents) {
+  return writeFileAtomically(path, [&](const ByteSink& sink) { sink(contents); });
+}
+
+Status writeFileAtomically(const std::string& path, const std::function<void(const ByteSink&)>& write) {
   // Unique per process and thread: the compile caches store entries from
   // several threads at once, possibly the same entry.
   std::string tmp = str(path, ".tmp.", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Error(str("cannot write '", path, "': ", std::strerror(errno)));
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    write([&](std::string_view piece) { out.write(piece.data(), static_cast<std::streamsize>(piece.size())); });
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());

@@ -27,8 +27,7 @@ constexpr bool kTrustChecksums = true;
 constexpr bool kTrustChecksums = false;
 #endif
 
-uint32_t crc32Of(std::string_view bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+uint32_t crc32Of(uLong crc, std::string_view bytes) {
   // zlib takes uInt lengths: feed large sections in pieces.
   while (!bytes.empty()) {
     size_t n = std::min<size_t>(bytes.size(), 1u << 30);
@@ -37,6 +36,7 @@ uint32_t crc32Of(std::string_view bytes) {
   }
   return static_cast<uint32_t>(crc);
 }
+uint32_t crc32Of(std::string_view bytes) { return crc32Of(crc32(0L, Z_NULL, 0), bytes); }
 
 void putU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -65,32 +65,56 @@ uint64_t alignUp(uint64_t v) { return (v + kSectionAlignment - 1) / kSectionAlig
 }  // namespace
 
 void ContainerWriter::add(std::string name, std::string bytes) {
-  sections_.emplace_back(std::move(name), std::move(bytes));
+  addPieces(std::move(name), {keep(std::move(bytes))});
 }
 
-std::string ContainerWriter::finish() const {
+void ContainerWriter::addPieces(std::string name, std::vector<std::string_view> pieces) {
+  uint64_t size = 0;
+  for (std::string_view p : pieces) size += p.size();
+  sections_.push_back({std::move(name), std::move(pieces), size});
+}
+
+void ContainerWriter::write(const std::function<void(std::string_view)>& sink) const {
   std::string table;
   uint64_t offset = alignUp(kHeaderBytes + kEntryBytes * sections_.size());
-  for (const auto& [name, bytes] : sections_) {
-    std::string padded = name;
+  for (const Section& s : sections_) {
+    std::string padded = s.name;
     padded.resize(kMaxSectionName, '\0');
     table += padded;
     putU64(table, offset);
-    putU64(table, bytes.size());
-    putU32(table, crc32Of(bytes));
+    putU64(table, s.size);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (std::string_view p : s.pieces) crc = crc32Of(crc, p);
+    putU32(table, static_cast<uint32_t>(crc));
     putU32(table, 0);
-    offset = alignUp(offset + bytes.size());
+    offset = alignUp(offset + s.size);
   }
-  std::string out(kMagic, sizeof kMagic);
-  putU32(out, kFormatVersion);
-  putU32(out, static_cast<uint32_t>(sections_.size()));
-  putU32(out, crc32Of(table));
-  putU32(out, 0);
-  out += table;
-  for (const auto& [name, bytes] : sections_) {
-    out.resize(alignUp(out.size()), '\0');
-    out += bytes;
+  std::string head(kMagic, sizeof kMagic);
+  putU32(head, kFormatVersion);
+  putU32(head, static_cast<uint32_t>(sections_.size()));
+  putU32(head, crc32Of(table));
+  putU32(head, 0);
+  head += table;
+  uint64_t written = head.size();
+  sink(head);
+  static constexpr char kZeros[kSectionAlignment] = {};
+  for (const Section& s : sections_) {
+    sink({kZeros, alignUp(written) - written});
+    written = alignUp(written) + s.size;
+    for (std::string_view p : s.pieces) sink(p);
   }
+}
+
+uint64_t ContainerWriter::size() const {
+  uint64_t end = alignUp(kHeaderBytes + kEntryBytes * sections_.size());
+  for (const Section& s : sections_) end = alignUp(end) + s.size;
+  return end;
+}
+
+std::string ContainerWriter::finish() const {
+  std::string out;
+  out.reserve(size());
+  write([&](std::string_view piece) { out += piece; });
   return out;
 }
 

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,11 +65,27 @@ class ContainerWriter {
  public:
   // Names are unique, 1..31 printable ASCII characters.
   void add(std::string name, std::string bytes);
-  // The whole file.
+  // A section made of `pieces` in order, written from where they lie: the
+  // caller keeps them alive and unchanged until the last write or finish.
+  void addPieces(std::string name, std::vector<std::string_view> pieces);
+  // `bytes` kept by the writer, for a piece of a section.
+  std::string_view keep(std::string bytes) { return owned_.emplace_back(std::move(bytes)); }
+  // The whole file, handed to `sink` in order, piece by piece: a package's
+  // weights go to the file without a copy of them in memory.
+  void write(const std::function<void(std::string_view)>& sink) const;
+  // The file's length in bytes.
+  uint64_t size() const;
+  // The whole file in memory.
   std::string finish() const;
 
  private:
-  std::vector<std::pair<std::string, std::string>> sections_;
+  struct Section {
+    std::string name;
+    std::vector<std::string_view> pieces;
+    uint64_t size = 0;
+  };
+  std::vector<Section> sections_;
+  std::deque<std::string> owned_;  // add's bytes: a deque, so the views into them stay valid
 };
 
 // Sections of a read container, as views into the caller's bytes.

@@ -88,17 +88,22 @@ json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
 
 }  // namespace
 
-std::string writePackage(const PackageContents& c) {
+package::ContainerWriter packageWriter(const PackageContents& c) {
   package::ContainerWriter w;
   w.add(kMeta, metaJson(c.meta, c.functions).dump(1));
   std::vector<std::pair<std::string, const Tensor*>> tensors = c.params;
   std::vector<std::string> plans;
   for (const PackageFunction& f : c.functions) plans.push_back(serializePlan(*f.plan, tensors));
-  w.add(kWeights, serializeWeights(tensors));
+  // The weights' data from where it lies (parameters, plans' constants):
+  // assembled in memory first, a ResNet-50's 100 MB were copied twice more,
+  // a seventh of its compile time.
+  std::vector<std::string_view> weights = {w.keep(weightsHeader(tensors))};
+  for (const auto& [_, t] : tensors) weights.emplace_back(reinterpret_cast<const char*>(t->data()), t->byteSize());
+  w.addPieces(kWeights, std::move(weights));
   for (size_t i = 0; i < plans.size(); ++i) w.add(planSection(i), std::move(plans[i]));
   if (c.meta.target == "cpu") {
-    w.add(kCpuSo, c.cpuSharedObject);
-    if (!c.cpuLLVMIR.empty()) w.add(kCpuLL, c.cpuLLVMIR);
+    w.addPieces(kCpuSo, {c.cpuSharedObject});
+    if (!c.cpuLLVMIR.empty()) w.addPieces(kCpuLL, {c.cpuLLVMIR});
   }
 #if KFUSE_PACKAGE_CUDA
   for (size_t i = 0; i < c.functions.size(); ++i) {
@@ -112,8 +117,10 @@ std::string writePackage(const PackageContents& c) {
     w.add(cudaSourceSection(i), f.source);
   }
 #endif
-  return w.finish();
+  return w;
 }
+
+std::string writePackage(const PackageContents& c) { return packageWriter(c).finish(); }
 
 Expected<std::shared_ptr<const Package>> Package::load(const std::string& path) {
   KF_ASSIGN_OR_RETURN(std::string bytes, readFile(path));

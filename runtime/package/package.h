@@ -123,6 +123,10 @@ struct PackageContents {
   std::string cpuSharedObject;  // cpu
   std::string cpuLLVMIR;        // cpu, optional
 };
+// The package file, written from `c`'s parts where they lie: `c` and the
+// tensors it points to outlive the writer.
+package::ContainerWriter packageWriter(const PackageContents& c);
+// The whole file in memory.
 std::string writePackage(const PackageContents& c);
 
 class Package {

@@ -59,5 +59,26 @@ TEST(ReadFile, ErrorsNameThePath) {
   EXPECT_NE(dir.error().message().find("it is a directory"), std::string::npos);
 }
 
+TEST(WriteFileAtomically, PiecesInOrderAndNothingOnFailure) {
+  fs::path path = scratch("pieces");
+  const std::string big(1 << 20, 'b');
+  Status s = writeFileAtomically(path.string(), [&](const ByteSink& sink) {
+    sink("head:");
+    sink("");
+    sink(big);
+    sink(":tail");
+  });
+  ASSERT_TRUE(s) << s.error().message();
+  auto read = readFile(path.string());
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(*read, "head:" + big + ":tail");
+  // A directory that is not there: an error naming the path, no file made.
+  fs::path missing = path / "no" / "such.kfpkg";
+  Status bad = writeFileAtomically(missing.string(), [&](const ByteSink& sink) { sink("x"); });
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find(missing.string()), std::string::npos);
+  fs::remove(path);
+}
+
 }  // namespace
 }  // namespace kfuse

@@ -13,6 +13,7 @@
 #include "runtime/package/cpu_code.h"
 #include "runtime/package/package_runner.h"
 #include "exec/packed_gemm.h"
+#include "ir/support/file_io.h"
 
 namespace kfuse {
 namespace {
@@ -28,7 +29,17 @@ std::shared_ptr<const Package> compileExample(const std::string& file, bool trai
   o.optimizer = "adam";
   auto compiled = compilePackage(std::move(*m), o);
   EXPECT_TRUE(compiled) << compiled.error().message();
-  auto pkg = Package::parse(std::move(compiled->bytes), file);
+  // The file written is the package in memory, weights streamed from the
+  // compiled model's tensors.
+  const std::string bytes = compiled->bytes();
+  EXPECT_EQ(compiled->size(), bytes.size());
+  const std::string path = testing::TempDir() + "/compiled.kfpkg";
+  Status written = compiled->write(path);
+  EXPECT_TRUE(written) << written.error().message();
+  auto onDisk = readFile(path);
+  EXPECT_TRUE(onDisk && *onDisk == bytes) << "the file written differs from the package's bytes";
+  std::remove(path.c_str());
+  auto pkg = Package::parse(bytes, file);
   EXPECT_TRUE(pkg) << pkg.error().message();
   return *pkg;
 }
@@ -169,7 +180,7 @@ Expected<std::shared_ptr<const Package>> convPackage(int h = 5, int wd = 32) {
   PackageCompileOptions o;
   o.threads = 1;
   KF_ASSIGN_OR_RETURN(CompiledPackage compiled, compilePackage(convModule(h, wd), o));
-  return Package::parse(std::move(compiled.bytes), "conv.kfpkg");
+  return Package::parse(compiled.bytes(), "conv.kfpkg");
 }
 
 // The package lists its direct convolutions, plans no im2col workspace for

@@ -102,7 +102,7 @@ int runCompile(const CompileArgs& a) {
   auto compiled = compilePackage(std::move(*model), o);
   if (!compiled) return fail(compiled.error());
   // Written whole or not at all: a failed write leaves any old package as it was.
-  if (Status s = writeFileAtomically(a.output, compiled->bytes); !s) return fail(s.error());
+  if (Status s = compiled->write(a.output); !s) return fail(s.error());
   auto count = [](size_t n, const std::string& one, const std::string& many) { return str(n, " ", n == 1 ? one : many); };
   std::cout << "wrote " << a.output << ": " << a.target << " package, " << count(compiled->functions, "function", "functions")
             << ", " << count(compiled->kernels, "kernel", "kernels")
@@ -113,7 +113,7 @@ int runCompile(const CompileArgs& a) {
                                 : count(compiled->units, "NVRTC program", "NVRTC programs"))
             << (compiled->shared ? str(" (", compiled->shared, " sharing another's code)") : "") << ", "
             << count(compiled->launches, "launch", "launches")
-            << " per run of every function, " << compiled->bytes.size() << " bytes\n";
+            << " per run of every function, " << compiled->size() << " bytes\n";
   return 0;
 }
 
