@@ -10,7 +10,7 @@ namespace {
 
 std::string describeTiling(const ConvTiling& t) {
   return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes, " ",
-             t.denseVectors, " ", t.denseChannels);
+             t.denseVectors, " ", t.denseChannels, " ", t.halveLastVector);
 }
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }

@@ -85,6 +85,11 @@ class ConvEmitter {
   void emitTaps(Value* n, Value* g, Value* iy, Value* ky, int64_t knownKy, Value* o0, int channels,
                 const ColumnBlock& blk, Value* ox0);
   void runEpilogue(Value* n, Value* o0, Value* oy, int64_t channels, int64_t rows);
+  // body() for a block of `vectors` vectors of which `live` lanes are
+  // computed: in vectors of half the lanes where the tiling says so
+  // (ConvTiling::halveLastVector), with accumulators of that width.
+  void blockOf(int vectors, int64_t live, const std::function<void()>& body);
+  std::vector<llvm::AllocaInst*> accHalf_;
 
   const DirectConv& conv_;
   const ConvSpec& c_;
@@ -173,6 +178,17 @@ Expected<llvm::Function*> ConvEmitter::run() {
   return code_.finish();
 }
 
+void ConvEmitter::blockOf(int vectors, int64_t live, const std::function<void()>& body) {
+  if (!t_.halveLastVector || vectors != 1 || t_.lanes < 8 || 2 * live > t_.lanes) return body();
+  code_.halved([&] {
+    if (accHalf_.empty())
+      for (size_t i = 0; i < acc_.size(); ++i) accHalf_.push_back(code_.accumulator());
+    std::swap(acc_, accHalf_);
+    body();
+    std::swap(acc_, accHalf_);
+  });
+}
+
 // The epilogue over output channels [o0, o0 + channels) of image n, rows
 // [oy, oy + rows) (exec/conv_epilogue.h): the kernel cut to the block (one
 // function per block shape, inlined), called with every buffer moved there.
@@ -202,7 +218,9 @@ void ConvEmitter::emitRow(Value* n, Value* g, Value* oy) {
     for (const ColumnBlock& blk : blocks) {
       const int64_t width = int64_t{blk.vectors} * t_.lanes;
       code_.loop(blk.count, "ox", [&](Value* i) {
-        emitBlock(n, g, oy, o0, channels, blk, b_.CreateAdd(i64(blk.ox0), b_.CreateMul(i, i64(width))));
+        blockOf(blk.vectors, c_.ow - blk.ox0, [&] {
+          emitBlock(n, g, oy, o0, channels, blk, b_.CreateAdd(i64(blk.ox0), b_.CreateMul(i, i64(width))));
+        });
       });
     }
     runEpilogue(n, o0, oy, channels, 1);
@@ -250,8 +268,8 @@ void ConvEmitter::emitBlock(Value* n, Value* g, Value* oy, Value* o0, int channe
                               i64(c_.ow));
     for (int p = 0; p < blk.vectors; ++p) {
       Value* v = b_.CreateLoad(code_.vec(), acc_[static_cast<size_t>(co * t_.vectors + p)]);
-      const int64_t first = blk.ox0 + int64_t{p} * t_.lanes;  // of the block's first copy
-      Value* ptr = code_.vectorAt(y_, b_.CreateAdd(row, b_.CreateAdd(ox0, i64(int64_t{p} * t_.lanes))));
+      const int64_t first = blk.ox0 + int64_t{p} * code_.lanes();  // of the block's first copy
+      Value* ptr = code_.vectorAt(y_, b_.CreateAdd(row, b_.CreateAdd(ox0, i64(int64_t{p} * code_.lanes()))));
       code_.store(v, ptr, blk.clean ? code_.mask([](int64_t) { return true; })
                                     : code_.mask([&](int64_t l) { return first + l < c_.ow; }));
     }
@@ -348,7 +366,7 @@ void ConvEmitter::initPlaneAccumulators(Value* n, Value* o0, int channels, Value
                                         int vectors) {
   initAccumulators(o0, channels, vectors);
   if (!firstChunk_) return;
-  const int64_t lanes = t_.lanes, pixels = c_.oh * c_.ow;
+  const int64_t lanes = code_.lanes(), pixels = c_.oh * c_.ow;
   for (int co = 0; co < channels; ++co)
     for (int p = 0; p < vectors; ++p) {
       const int64_t first = firstPixel + p * lanes;
@@ -363,7 +381,7 @@ void ConvEmitter::initPlaneAccumulators(Value* n, Value* o0, int channels, Value
 Value* ConvEmitter::planeBlockPtr(Value* n, Value* o0, int co, Value* q0, int p) {
   Value* planeStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(n, i64(c_.o)), b_.CreateAdd(o0, i64(co))),
                                    i64(c_.oh * c_.ow));
-  return code_.vectorAt(y_, b_.CreateAdd(planeStart, b_.CreateAdd(q0, i64(p * t_.lanes))));
+  return code_.vectorAt(y_, b_.CreateAdd(planeStart, b_.CreateAdd(q0, i64(p * code_.lanes()))));
 }
 
 // Whole planes (ConvSpec::wholePlanes). Work units (exec/parallel.h):
@@ -430,7 +448,8 @@ void ConvEmitter::emitPlanes(Value* n, Value* g, Value* o0, int channels) {
   const int64_t pixels = c_.oh * c_.ow, width = int64_t{t_.vectors} * t_.lanes;
   auto edge = [&](int64_t b) {
     const int64_t q0 = b * width;
-    emitPlaneBlock(n, g, o0, channels, q0, static_cast<int>(std::min<int64_t>(t_.vectors, ceilDiv(pixels - q0, t_.lanes))));
+    const int vectors = static_cast<int>(std::min<int64_t>(t_.vectors, ceilDiv(pixels - q0, t_.lanes)));
+    blockOf(vectors, pixels - q0, [&] { emitPlaneBlock(n, g, o0, channels, q0, vectors); });
   };
   const int64_t blocks = ceilDiv(pixels, width), interior = interiorHi_ - interiorLo_;
   const double edgeShare = static_cast<double>(blocks - interior) / static_cast<double>(blocks);
@@ -524,7 +543,7 @@ void ConvEmitter::emitInteriorBlock(Value* n, Value* g, Value* o0, int channels,
 // `firstPixel` (q0 when known, -1 for an interior block, whose vectors are
 // whole) masks the lanes past the plane's end.
 void ConvEmitter::storePlaneBlock(Value* n, Value* o0, int channels, Value* q0, int64_t firstPixel, int vectors) {
-  const int64_t lanes = t_.lanes, pixels = c_.oh * c_.ow;
+  const int64_t lanes = code_.lanes(), pixels = c_.oh * c_.ow;
   for (int co = 0; co < channels; ++co)
     for (int p = 0; p < vectors; ++p) {
       Value* v = b_.CreateLoad(code_.vec(), acc_[static_cast<size_t>(co * t_.vectors + p)]);
@@ -538,7 +557,7 @@ void ConvEmitter::storePlaneBlock(Value* n, Value* o0, int channels, Value* q0, 
 // every tap of every input channel of the group, taps whose every lane
 // reads padding left out.
 void ConvEmitter::emitPlaneBlock(Value* n, Value* g, Value* o0, int channels, int64_t q0, int vectors) {
-  const int64_t lanes = t_.lanes;
+  const int64_t lanes = code_.lanes();
   initPlaneAccumulators(n, o0, channels, i64(q0), q0, vectors);
   planeChannels("ci", [&](Value* ci, int64_t phase) {
     Value* start = b_.CreateMul(inputPlane(n, g, ci), i64(c_.h * c_.wd));
@@ -560,7 +579,7 @@ void ConvEmitter::emitPlaneBlock(Value* n, Value* g, Value* o0, int channels, in
 // input plane, one whole load with the padding lanes zeroed; at the
 // plane's edges, a masked load (nothing outside the plane is touched).
 Value* ConvEmitter::loadPlaneInputs(Value* planeStart, int64_t q, int64_t ky, int64_t kx) {
-  const int64_t lanes = t_.lanes;
+  const int64_t lanes = code_.lanes();
   llvm::Constant* m = code_.mask([&](int64_t l) { return planeLaneReads(q + l, ky, kx); });
   if (m->isNullValue()) return nullptr;
   const int64_t offset = q + planeTapOffset(ky, kx);
@@ -588,7 +607,7 @@ void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, int64_t kno
         if (!rowStart) rowStart = b_.CreateMul(b_.CreateAdd(b_.CreateMul(inputPlane(n, g, ci), i64(c_.h)), iy), i64(c_.wd));
         std::vector<Value*> in;
         for (int p = 0; p < blk.vectors; ++p)
-          in.push_back(loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * t_.lanes, kx, blk.clean));
+          in.push_back(loadInputs(rowStart, ox0, p, blk.ox0 + int64_t{p} * code_.lanes(), kx, blk.clean));
         foldTap(o0, ci, ky, kx, channels, in);
       }
     }
@@ -602,7 +621,7 @@ void ConvEmitter::emitTaps(Value* n, Value* g, Value* iy, Value* ky, int64_t kno
 // element but the last of the second vector lies inside the image (each is
 // followed by one a lane reads), so the loads need no mask there.
 Value* ConvEmitter::loadInputs(Value* rowStart, Value* ox0, int p, int64_t first, int64_t kx, bool clean) {
-  const int64_t lanes = t_.lanes, stride = c_.strideW;
+  const int64_t lanes = code_.lanes(), stride = c_.strideW;
   Value* column = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(ox0, i64(int64_t{p} * lanes)), i64(stride)), i64(tapOffset(kx)));
   Value* at = b_.CreateAdd(rowStart, column);
   if (stride == 1) {

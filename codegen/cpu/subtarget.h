@@ -55,6 +55,11 @@ struct ConvTiling {
   int64_t chunkBytes = 128 * 1024;
   int denseVectors = 0;
   int denseChannels = 0;
+  // A block of one vector with at most half its lanes live (a 7x7 plane's
+  // last pixel, a 14-pixel row's last 4...) computes with vectors of half
+  // the lanes, which cost half as much where the wide ones are split in two
+  // (codegen/cpu/subtarget.cpp says where).
+  bool halveLastVector = false;
   // The block for a convolution of `groups` groups and `taps` taps, over
   // whole planes or rows, over its input's phases (live taps) or not.
   ConvTiling forConv(int64_t groups, int64_t taps, bool wholePlanes, bool phases) const {

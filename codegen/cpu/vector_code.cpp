@@ -111,6 +111,16 @@ void VectorCode::when(Value* condition, const char* name, const std::function<vo
   b_.SetInsertPoint(after);
 }
 
+void VectorCode::halved(const std::function<void()>& body) {
+  llvm::VectorType* full = vec_;
+  const int lanes = lanes_;
+  lanes_ = lanes / 2;
+  vec_ = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(lanes_));
+  body();
+  lanes_ = lanes;
+  vec_ = full;
+}
+
 llvm::Constant* VectorCode::mask(const std::function<bool(int64_t)>& on) {
   std::vector<llvm::Constant*> bits;
   for (int64_t l = 0; l < lanes_; ++l) bits.push_back(b_.getInt1(on(l)));

@@ -79,6 +79,11 @@ class VectorCode {
   // pointer buffers[i].
   Status callEpilogue(const kernel::Kernel& k, const std::vector<llvm::Value*>& buffers);
 
+  // body() with vectors of half as many lanes (vec(), lanes(), masks,
+  // loads, stores and splats): a block's only vector when at most half its
+  // lanes are live.
+  void halved(const std::function<void()>& body);
+
   llvm::IRBuilder<>& b() { return b_; }
   llvm::VectorType* vec() const { return vec_; }
   int lanes() const { return lanes_; }

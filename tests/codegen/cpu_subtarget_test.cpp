@@ -66,6 +66,8 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     // First layers over their input's phases except where AVX-512's direct
     // stride-2 convolution was the faster.
     EXPECT_EQ(s.firstLayerPhases, c.level != IsaLevel::AVX512) << c.cpu;
+    // A block's mostly empty only vector in half the lanes: 512-bit ones only.
+    EXPECT_EQ(s.conv.halveLastVector, c.level == IsaLevel::AVX512) << c.cpu;
     // Ungrouped blocks of 16 channels x 1 vector with 32 registers.
     const cpu::ConvTiling dense = s.conv.forConv(1, 9, true, false), depthwise = s.conv.forConv(8, 9, true, false);
     const cpu::ConvTiling pointwisePlanes = s.conv.forConv(1, 1, true, false), phases = s.conv.forConv(1, 4, true, true);

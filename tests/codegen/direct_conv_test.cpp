@@ -104,11 +104,16 @@ std::string splitsAgree(const ConvCase& c, const cpu::ConvTiling& tiling) {
   return "";
 }
 
+// The last two halve a block's only vector where at most half its lanes
+// are live (ConvTiling::halveLastVector), from 16 and from 8 lanes.
 const cpu::ConvTiling kTilings[] = {{16, 2, 8}, {8, 2, 6}, {8, 2, 4}, {4, 2, 3}, {4, 1, 1}, {16, 1, 5},
-                                    {16, 2, 8, true, 128 * 1024, 1, 16}};
+                                    {16, 2, 8, true, 128 * 1024, 1, 16},
+                                    {16, 2, 8, true, 128 * 1024, 1, 16, true},
+                                    {8, 1, 3, true, 128 * 1024, 0, 0, true}};
 
 std::string tilingName(const cpu::ConvTiling& t) {
-  return str(t.channels, "x", t.vectors, "x", t.lanes, t.denseChannels ? str(" dense ", t.denseChannels, "x", t.denseVectors) : "");
+  return str(t.channels, "x", t.vectors, "x", t.lanes, t.denseChannels ? str(" dense ", t.denseChannels, "x", t.denseVectors) : "",
+             t.halveLastVector ? " halving" : "");
 }
 
 // The op cases' convolutions (f32, NCHW, horizontal stride 1 or 2): padding on
