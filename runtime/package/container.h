@@ -63,6 +63,12 @@ inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {
  public:
+  // Moved, not copied: its sections' views point into its own strings.
+  ContainerWriter() = default;
+  ContainerWriter(ContainerWriter&&) = default;
+  ContainerWriter& operator=(ContainerWriter&&) = default;
+  ContainerWriter(const ContainerWriter&) = delete;
+  ContainerWriter& operator=(const ContainerWriter&) = delete;
   // Names are unique, 1..31 printable ASCII characters.
   void add(std::string name, std::string bytes);
   // A section made of `pieces` in order, written from where they lie: the
