@@ -200,13 +200,12 @@ Status collectParams(const Module& m, PackageContents& out) {
 }  // namespace
 
 Status CompiledPackage::write(const std::string& path) const {
-  const package::ContainerWriter w = packageWriter(*contents);
-  return writeFileAtomically(path, [&](const ByteSink& sink) { w.write(sink); });
+  return writeFileAtomically(path, [&](const ByteSink& sink) { file->write(sink); });
 }
 
-std::string CompiledPackage::bytes() const { return packageWriter(*contents).finish(); }
+std::string CompiledPackage::bytes() const { return file->finish(); }
 
-uint64_t CompiledPackage::size() const { return packageWriter(*contents).size(); }
+uint64_t CompiledPackage::size() const { return file->size(); }
 
 Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const PackageCompileOptions& o) {
   if (o.target != "cpu" && o.target != "cuda")
@@ -273,6 +272,7 @@ Expected<CompiledPackage> compilePackage(std::unique_ptr<Module> model, const Pa
   stats.functions = out.functions.size();
   stats.model = std::move(model);
   stats.contents = std::make_shared<const PackageContents>(std::move(out));
+  stats.file = std::make_shared<const package::ContainerWriter>(packageWriter(*stats.contents));
   return stats;
 }
 

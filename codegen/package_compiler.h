@@ -51,8 +51,9 @@ struct CompiledPackage {
   std::string bytes() const;
   uint64_t size() const;
 
-  std::shared_ptr<const Module> model;            // owns the weights' data
+  std::shared_ptr<const Module> model;              // owns the weights' data
   std::shared_ptr<const PackageContents> contents;  // what the file is made of
+  std::shared_ptr<const package::ContainerWriter> file;  // the file, its sections viewing the two above
   size_t functions = 0;
   size_t kernels = 0;      // generated kernels over all plans
   size_t directConvs = 0;  // cpu: convolutions generated as direct convolutions
