@@ -50,6 +50,8 @@ const Shape kShapes[] = {
     {"enc ffn2", 256, 512, 128},         {"vit-tiny qkv", 197, 192, 576}, {"vit-tiny fc1", 197, 192, 768},
     {"vit-tiny fc2", 197, 768, 192},     {"bert-mini ffn", 128, 256, 1024}, {"resnet fc", 1, 512, 1000},
     {"mobilenet pw", 196, 96, 576},
+    // The zoo's BERT (2 x 128 tokens, hidden 256): k of 256 against 1024.
+    {"zoo-bert qkv", 256, 256, 256},     {"zoo-bert ffn1", 256, 256, 1024}, {"zoo-bert ffn2", 256, 1024, 256},
     // k past kPackedMaxK: columns outer, packed where A is small (exec/packed_gemm.h).
     {"effnet fc", 1, 1280, 1000},        {"resnet50 fc", 1, 2048, 1000},  {"k2048 m8", 8, 2048, 1000},
     {"k2048 m32", 32, 2048, 1024},       {"k2048 m64", 64, 2048, 1024},   {"k2048 m128", 128, 2048, 512},
