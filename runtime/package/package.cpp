@@ -155,6 +155,17 @@ struct MetaSection {
   std::vector<PackageFunction> functions;
 };
 
+// Whether a step's code was compiled to run its epilogue (the meta lists
+// it) exactly where this kfuse's rule (`runsInside`) says: the code's
+// arguments depend on it, and the runner passes those the rule gives.
+Status epilogueAgrees(const PackageFunction& f, size_t step, const std::vector<size_t>& listed, bool runsInside,
+                      const char* what, const char* after, const char* hint) {
+  const bool inside = std::find(listed.begin(), listed.end(), step) != listed.end();
+  if (inside == runsInside) return Status::ok();
+  return Error(str("function @", f.name, ": the ", what, " at step ", step, " was compiled ", inside ? "with" : "without",
+                   " its epilogue, and this kfuse would run it ", inside ? after : str("inside", hint)));
+}
+
 MetaSection readMeta(const json& j) {
   MetaSection out;
   PackageMeta& m = out.meta;
@@ -289,25 +300,20 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that ran planes past 32x32 as rows, and this kfuse runs them whole; compile the model "
                               "again with this kfuse")));
-    }
-    for (size_t s : f.directConvs) {
-      // The code's arguments depend on it: the runner must agree.
-      bool inside = std::find(f.convEpilogues.begin(), f.convEpilogues.end(), s) != f.convEpilogues.end();
-      if (inside != static_cast<bool>(convEpilogue(*f.plan, s)))
-        return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled ",
-                              inside ? "with" : "without", " its epilogue, and this kfuse would run it ",
-                              inside ? "after the convolution" : "inside; compile the model again with this kfuse")));
+      if (Status e = epilogueAgrees(f, s, f.convEpilogues, static_cast<bool>(convEpilogue(*f.plan, s)),
+                                    "direct convolution", "after the convolution",
+                                    "; compile the model again with this kfuse");
+          !e)
+        return fail(e.error());
     }
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,
                               ", which is not a GEMM whose B stays constant (exec/packed_gemm.h)")));
-      // The code's arguments depend on it: the runner must agree.
-      bool inside = std::find(f.packedEpilogues.begin(), f.packedEpilogues.end(), s) != f.packedEpilogues.end();
-      if (inside != static_cast<bool>(packedEpilogue(*f.plan, s)))
-        return fail(Error(str("function @", f.name, ": the packed GEMM at step ", s, " was compiled ",
-                              inside ? "with" : "without", " its epilogue, and this kfuse would run it ",
-                              inside ? "after the GEMM" : "inside")));
+      if (Status e = epilogueAgrees(f, s, f.packedEpilogues, static_cast<bool>(packedEpilogue(*f.plan, s)),
+                                    "packed GEMM", "after the GEMM", "");
+          !e)
+        return fail(e.error());
     }
     if (meta_.target == "cpu" && meta_.formatVersion < package::kSplitProloguesFormatVersion)
       for (const kernel::Kernel& k : f.plan->kernels)
