@@ -11,6 +11,7 @@ each named step. With --compile OUT it times `BIN compile MODEL -o OUT`
 
     python3 bench/ab_profile.py OLD/kfuse NEW/kfuse --models resnet18,mobilenet_v2 --rounds 6
     python3 bench/ab_profile.py OLD/kfuse NEW/kfuse --models resnet50 --steps 53,56 --rounds 4
+    python3 bench/ab_profile.py OLD/kfuse NEW/kfuse --models mobilenet_v2 --cpu haswell
     python3 bench/ab_profile.py OLD/kfuse NEW/kfuse --models resnet50,bert --compile /dev/shm/ab.kfpkg --rounds 3
 """
 import argparse
@@ -24,9 +25,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def profile(binary, model, threads, cpus, repeat):
+def profile(binary, model, threads, cpus, repeat, cpu=None):
+    target = ['--cpu', cpu] if cpu else []
     out = subprocess.run(['taskset', '-c', cpus, binary, 'profile', model, '--threads', str(threads),
-                          '--repeat', str(repeat), '--json'], capture_output=True, text=True)
+                          '--repeat', str(repeat), '--json'] + target, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f'{binary} profile {model} failed:\n{out.stderr}')
     return json.loads(out.stdout)
@@ -48,6 +50,7 @@ def main():
     ap.add_argument('--repeat', type=int, default=15, help='runs per profile')
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--cpus', help='taskset CPU list (default: the last THREADS CPUs)')
+    ap.add_argument('--cpu', help='generate code for this CPU (kfuse --cpu: haswell runs AVX2 code here)')
     ap.add_argument('--steps', default='', help='comma-separated step indices to report too')
     ap.add_argument('--compile', metavar='OUT', help='time kfuse compile (the package written to OUT) instead')
     a = ap.parse_args()
@@ -63,7 +66,7 @@ def main():
                 if a.compile:
                     totals[(b, m)].append(compile_seconds(b, m, a.compile))
                     continue
-                d = profile(b, m, a.threads, cpus, a.repeat)
+                d = profile(b, m, a.threads, cpus, a.repeat, a.cpu)
                 totals[(b, m)].append(d['steps_total_us'] / 1000)
                 times = {s['index']: s['mean_us'] for s in d['steps']}
                 for s in steps:

@@ -12,6 +12,7 @@
 #include "runtime/cpu_runner.h"
 #include "runtime/threads.h"
 #include "exec/conv_epilogue.h"
+#include "exec/packed_filter.h"
 #include "exec/packed_gemm.h"
 
 #if KFUSE_HAS_LLVM_JIT
@@ -185,7 +186,7 @@ Expected<std::string> kernelIR(const Plan& plan, std::string_view cpu) {
       continue;
     }
     auto epilogue = convEpilogue(plan, s);
-    out += cpu::describeDirectConv(step.conv(), tiling, static_cast<bool>(epilogue));
+    out += cpu::describeDirectConv(step.conv(), tiling, static_cast<bool>(epilogue), packedFilterFits(plan, s));
     if (!step.kernels.empty() && !epilogue) out += str("; epilogue after the convolution: ", epilogue.error().message());
     out += "\n";
   }
@@ -226,7 +227,7 @@ Expected<ConvWorkspacePolicy> cpuConvWorkspace(std::string_view cpu) {
 Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan, int threads) {
   DeviceBytes d;
 #if KFUSE_HAS_LLVM_JIT
-  d.packedWeights = packedBytes(plan, packedGemmSteps(plan));
+  d.packedWeights = packedBytes(plan, packedGemmSteps(plan)) + packedFilterBytes(plan, packedFilterSteps(plan));
 #endif
   for (uint64_t slot : convScratchSlots(plan, threads > 0 ? threads : availableCpus())) d.convScratch += alignedBytes(slot);
   d.exchangeStaging = exchangeStagingBytes(plan);

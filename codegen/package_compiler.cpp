@@ -111,6 +111,7 @@ Status compileCpu(std::vector<PackageFunction>& fns, const PackageCompileOptions
     for (size_t s : fns[f].directConvs) {
       cpu::DirectConv conv = cpu::directConvOf(plan, s, packageStepName(f, s), tiling);
       if (conv.epilogue) fns[f].convEpilogues.push_back(s);
+      if (conv.packedFilter) fns[f].packedFilters.push_back(s);
       stats.directConvs++;
       if (fresh(cpu::codeOf(conv), "conv", conv.name)) convs.push_back(std::move(conv));
     }

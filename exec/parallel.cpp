@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/index_space.h"
+#include "exec/packed_filter.h"
 #include "exec/packed_gemm.h"
 
 namespace kfuse {
@@ -39,7 +40,8 @@ double convFlops(const ConvSpec& c) {
 }
 }  // namespace
 
-Work directConvWork(const ConvSpec& c) {
+Work directConvWork(const ConvSpec& c, bool packedFilter) {
+  if (packedFilter) return Work{c.n * c.o, kPackedFilterChannels, convFlops(c)};
   if (c.wholePlanes()) return Work{c.n * c.o, 1, convFlops(c)};
   return Work{c.n * c.groups * c.oh, 1, convFlops(c)};
 }

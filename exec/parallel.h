@@ -13,8 +13,10 @@
 //     (its tiling's) that start in its range, each with its epilogue, so any
 //     ranges that cover the rows once cover every block once;
 //   - a direct convolution: output rows, (image, group, row) row-major;
-//     one whose planes it takes whole (ConvSpec::wholePlanes): output
-//     planes, (image, output channel) row-major.
+//     one whose planes it takes whole (ConvSpec::wholePlanes), or that
+//     reads a packed filter (exec/packed_filter.h): output planes, (image,
+//     output channel) row-major, the latter's ranges starting on whole
+//     vectors of channels (kPackedFilterChannels).
 // The runner splits the steps it runs through libraries the same way: an
 // im2col convolution by images, tiles of output rows and blocks of channels
 // (by groups and input channels backward to the weights, where every image
@@ -51,7 +53,7 @@ struct Work {
 
 Work kernelWork(const kernel::Kernel& k);
 Work packedGemmWork(const GemmSpec& g);
-Work directConvWork(const ConvSpec& c);
+Work directConvWork(const ConvSpec& c, bool packedFilter = false);
 Work im2colConvWork(const ConvSpec& c);
 
 // How an im2col convolution's work divides into units beyond images and

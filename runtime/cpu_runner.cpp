@@ -14,6 +14,7 @@
 #include "runtime/blas.h"
 #include "runtime/cpu_conv.h"
 #include "exec/conv_epilogue.h"
+#include "exec/packed_filter.h"
 #include "exec/packed_gemm.h"
 #include "exec/parallel.h"
 #include "runtime/threads.h"
@@ -68,7 +69,10 @@ CpuRunner::CpuRunner(std::shared_ptr<const Plan> plan, CpuFunctions code, CpuRun
   epilogueInside_.assign(plan_->steps.size(), false);
   for (size_t s = 0; s < plan_->steps.size(); ++s) {
     if (!steps_[s]) continue;
-    if (plan_->steps[s].kind() == StepKind::Conv) epilogueInside_[s] = static_cast<bool>(convEpilogue(*plan_, s));
+    if (plan_->steps[s].kind() == StepKind::Conv) {
+      packable_[s] = packedFilterFits(*plan_, s);
+      epilogueInside_[s] = static_cast<bool>(convEpilogue(*plan_, s));
+    }
     if (plan_->steps[s].kind() != StepKind::Gemm) continue;
     packable_[s] = packedGemmFits(*plan_, s);
     epilogueInside_[s] = packable_[s] && static_cast<bool>(packedEpilogue(*plan_, s));
@@ -328,28 +332,37 @@ Status CpuRunner::runGemm(size_t index) {
   return Status::ok();
 }
 
-// B is packed on the first run and again whenever the resident copy it came
-// from holds another tensor (a new upload of the parameter).
+// The packed copy of step `index`'s constant operand `buffer`
+// (`elements` floats, written by `pack` from the operand): packed on the
+// first run and again whenever the resident copy it came from holds
+// another tensor (a new upload of the parameter).
+Expected<float*> CpuRunner::packedCopy(size_t index, int buffer, int64_t elements,
+                                       const std::function<void(const float*, float*)>& pack) {
+  const PlanBuffer& b = plan_->buffers[static_cast<size_t>(plan_->storageOf(buffer))];
+  const std::shared_ptr<const Tensor>& source =
+      b.kind == BufferKind::Constant ? b.constant : uploaded(plan_->storageOf(buffer));
+  PackedB& p = packed_[index];
+  if (!p.data || !source || p.source != source) {
+    if (!p.data) {
+      auto bytes = static_cast<uint64_t>(elements) * sizeof(float);
+      p.data.reset(static_cast<float*>(std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) /
+                                                                              kBufferAlignment * kBufferAlignment)));
+      if (!p.data) return Error(str("out of memory allocating ", bytes, " bytes for a packed operand"));
+      bytesAllocated_ += bytes;
+    }
+    pack(reinterpret_cast<const float*>(at(buffer)), p.data.get());
+    p.source = source;
+  }
+  return p.data.get();
+}
+
 Status CpuRunner::runPackedGemm(size_t index, KernelFn fn) {
   if (!packable_[index])
     return Error("a packed GEMM was compiled for a GEMM whose B is not constant while the plan runs");
   const GemmSpec& g = plan_->steps[index].gemm();
-  const PlanBuffer& b = plan_->buffers[static_cast<size_t>(plan_->storageOf(g.b))];
-  const std::shared_ptr<const Tensor>& source =
-      b.kind == BufferKind::Constant ? b.constant : uploaded(plan_->storageOf(g.b));
-  PackedB& p = packed_[index];
-  if (!p.data || !source || p.source != source) {
-    if (!p.data) {
-      auto bytes = static_cast<uint64_t>(packedBElements(g)) * sizeof(float);
-      p.data.reset(static_cast<float*>(std::aligned_alloc(kBufferAlignment, (bytes + kBufferAlignment - 1) /
-                                                                              kBufferAlignment * kBufferAlignment)));
-      if (!p.data) return Error(str("out of memory allocating ", bytes, " bytes for a packed GEMM operand"));
-      bytesAllocated_ += bytes;
-    }
-    packB(g, reinterpret_cast<const float*>(at(g.b)), p.data.get());
-    p.source = source;
-  }
-  std::vector<void*> args = {at(g.a), p.data.get(), at(g.c)};
+  KF_ASSIGN_OR_RETURN(float* packed, packedCopy(index, g.b, packedBElements(g),
+                                                [&](const float* b, float* out) { packB(g, b, out); }));
+  std::vector<void*> args = {at(g.a), packed, at(g.c)};
   if (epilogueInside_[index])
     for (int buffer : plan_->steps[index].kernelBuffers[0]) args.push_back(at(buffer));
   runChunks(chunksOf(packedGemmWork(g), threads_), [&](int64_t begin, int64_t end) { fn(args.data(), begin, end); });
@@ -369,13 +382,18 @@ Status CpuRunner::runConv(size_t index) {
       return Error("the plan gives this convolution no im2col workspace and no direct convolution was compiled for it");
     KF_ASSIGN_OR_RETURN(blas, openBlas());
   }
+  float* packed = nullptr;  // the filter packed (packedFilterFits: f32 only, so `ptr` below is ptr_)
+  if (direct && packable_[index]) {
+    KF_ASSIGN_OR_RETURN(packed, packedCopy(index, c.w, packedFilterElements(c),
+                                           [&](const float* from, float* out) { packFilter(c, from, out); }));
+  }
   auto conv = [&](DType as, const Pointers& ptr) {
     auto at = [&](int b) { return b < 0 ? nullptr : ptr[static_cast<size_t>(b)]; };
     if (direct) {
-      std::vector<void*> args = {at(c.x), at(c.w), at(c.bias), at(c.y)};
+      std::vector<void*> args = {at(c.x), packed ? static_cast<void*>(packed) : at(c.w), at(c.bias), at(c.y)};
       if (epilogueInside_[index])  // f32 only (convEpilogue): `ptr` is ptr_
         for (int buffer : plan_->steps[index].kernelBuffers[0]) args.push_back(at(buffer));
-      return runChunks(chunksOf(directConvWork(c), threads_),
+      return runChunks(chunksOf(directConvWork(c, packable_[index]), threads_),
                        [&](int64_t begin, int64_t end) { direct(args.data(), begin, end); });
     }
     // The first range uses the plan's workspace, the others scratch of

@@ -25,7 +25,8 @@ using KernelFn = void (*)(void** buffers, int64_t begin, int64_t end);
 // Gemm step as a packed GEMM with buffers {a, packed b, c}
 // (codegen/cpu/gemm_emitter.h; the runner packs B, exec/packed_gemm.h).
 // Missing or null entries fall back to the kernel interpreter, im2col +
-// GEMM and BLAS.
+// GEMM and BLAS. A direct convolution whose filter exec/packed_filter.h's
+// rule packs gets the packed copy as w.
 struct CpuFunctions {
   std::vector<KernelFn> kernels;
   std::vector<KernelFn> steps;
@@ -35,7 +36,7 @@ using CpuRunnerOptions = RunnerOptions;
 
 // Memory: the runner is the device. On its first run it allocates the
 // plan's two regions (Plan::arenaBytes, Plan::residentBytes) and nothing
-// else that outlives a step (but the packed copies of packed GEMMs' B);
+// else that outlives a step (but the packed copies of packed GEMMs' B and of packed filters);
 // buffers sit at their planned offsets, but for a run's outputs, which its
 // steps write straight into the tensors run() returns (a language model's
 // logits are tens of MB: no copy out of the arena). What a run binds,
@@ -60,6 +61,8 @@ class CpuRunner : public PlanRunner {
   Status runKernel(int kernel, const std::vector<int>& buffers);
   Status runGemm(size_t index);
   Status runPackedGemm(size_t index, KernelFn fn);
+  Expected<float*> packedCopy(size_t index, int buffer, int64_t elements,
+                              const std::function<void(const float*, float*)>& pack);
   const Tensor* unchangedTensor(int b) const;
   Status runConv(size_t index);
   Status runReference(const Step& s);
@@ -75,8 +78,10 @@ class CpuRunner : public PlanRunner {
   std::vector<KernelFn> steps_;  // per step
   int threads_;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> kernelChunks_;  // per kernel: its ranges of units
-  // Per packed GEMM step: B packed (exec/packed_gemm.h) and the tensor
-  // it was packed from, kept so that a new upload is never mistaken for it.
+  // Per packed GEMM step: B packed (exec/packed_gemm.h), per direct
+  // convolution with a packed filter: the filter packed
+  // (exec/packed_filter.h); and the tensor it was packed from, kept so that
+  // a new upload is never mistaken for it.
   struct PackedB {
     std::unique_ptr<float, void (*)(void*)> data{nullptr, std::free};
     std::shared_ptr<const Tensor> source;
@@ -85,10 +90,11 @@ class CpuRunner : public PlanRunner {
   // Patch matrices for the im2col convolutions' second and later ranges
   // of work (the first uses the plan's workspace): convScratchSlots.
   std::vector<std::unique_ptr<std::byte, void (*)(void*)>> convScratch_;
-  // Per step, from exec/packed_gemm.h's rule once (it scans every
-  // step's writes): whether generated GEMM code may run it packed, and
-  // whether that code runs the epilogue too (a direct convolution's: whether
-  // its code runs the epilogue, exec/conv_epilogue.h).
+  // Per step, from exec/packed_gemm.h's and exec/packed_filter.h's rules
+  // once (they scan every step's writes): whether generated code may run it
+  // with its constant operand packed, and whether that code runs the
+  // epilogue too (a direct convolution's: whether its code runs the
+  // epilogue, exec/conv_epilogue.h).
   std::vector<bool> packable_;
   std::vector<bool> epilogueInside_;
   // Exchanges started and not yet waited for, by bucket. Each runs on a

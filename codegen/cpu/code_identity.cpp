@@ -10,7 +10,8 @@ namespace {
 
 std::string describeTiling(const ConvTiling& t) {
   return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes, " ",
-             t.denseVectors, " ", t.denseChannels, " ", t.halveLastVector);
+             t.denseVectors, " ", t.denseChannels, " ", t.halveLastVector, " ", t.pointwisePixels, " ",
+             t.pointwiseVectors);
 }
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }
@@ -31,7 +32,7 @@ std::string codeOf(const DirectConv& c) {
   spec.workspace = -1;                  // library convolutions' scratch; generated ones have none
   std::string blocks;
   for (const std::array<int64_t, 4>& b : c.blocks.strides) blocks += str(b[0], ",", b[1], ",", b[2], ",", b[3], ";");
-  return str("conv\n", convSpecJson(spec), "\n", describeTiling(c.tiling), "\n",
+  return str("conv\n", convSpecJson(spec), "\n", describeTiling(c.tiling), c.packedFilter ? " packed filter" : "", "\n",
              c.epilogue ? unnamed(*c.epilogue) : "none", "\n", blocks);
 }
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <functional>
 
+#include "codegen/cpu/conv_blocks.h"
 #include "codegen/cpu/llvm_emitter.h"
 #include "codegen/cpu/vector_code.h"
 #include "ir/support/strings.h"
+#include "exec/packed_filter.h"
 #include "passes/direct_conv.h"
 
 namespace kfuse::cpu {
@@ -190,24 +192,13 @@ void ConvEmitter::blockOf(int vectors, int64_t live, const std::function<void()>
 }
 
 // The epilogue over output channels [o0, o0 + channels) of image n, rows
-// [oy, oy + rows) (exec/conv_epilogue.h): the kernel cut to the block (one
-// function per block shape, inlined), called with every buffer moved there.
+// [oy, oy + rows) (callConvEpilogue).
 void ConvEmitter::runEpilogue(Value* n, Value* o0, Value* oy, int64_t channels, int64_t rows) {
   if (!conv_.epilogue) return;
-  const kernel::Kernel& k = *conv_.epilogue;
-  kernel::Kernel cut = convBlockKernel(k, conv_.blocks, channels, rows, c_.ow);
-  cut.name = str(conv_.name, "_epilogue_", channels, "x", rows);
-  std::vector<Value*> moved;
-  for (size_t i = 0; i < epilogueBuffers_.size(); ++i) {
-    const std::array<int64_t, 4>& s = conv_.blocks.strides[i];
-    const auto bytes = static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
-    Value* at = b_.CreateAdd(b_.CreateMul(n, i64(s[0] * bytes)),
-                             b_.CreateAdd(b_.CreateMul(o0, i64(s[1] * bytes)), b_.CreateMul(oy, i64(s[2] * bytes))));
-    moved.push_back(b_.CreateGEP(b_.getInt8Ty(), epilogueBuffers_[i], at));
-  }
   // Called from the emitters' loop bodies, which return nothing: the first
   // error is kept for run().
-  if (Status s = code_.callEpilogue(cut, moved); !s && epilogueStatus_) epilogueStatus_ = s;
+  if (Status s = callConvEpilogue(code_, conv_, epilogueBuffers_, n, o0, oy, channels, rows); !s && epilogueStatus_)
+    epilogueStatus_ = s;
 }
 
 // Every output channel of group g in output row oy: blocks of t_.channels,
@@ -645,6 +636,23 @@ Value* ConvEmitter::loadInputs(Value* rowStart, Value* ox0, int p, int64_t first
 
 }  // namespace
 
+Status callConvEpilogue(VectorCode& code, const DirectConv& conv, const std::vector<Value*>& buffers, Value* n,
+                        Value* o0, Value* oy, int64_t channels, int64_t rows) {
+  const kernel::Kernel& k = *conv.epilogue;
+  kernel::Kernel cut = convBlockKernel(k, conv.blocks, channels, rows, conv.spec.ow);
+  cut.name = str(conv.name, "_epilogue_", channels, "x", rows);
+  llvm::IRBuilder<>& b = code.b();
+  std::vector<Value*> moved;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::array<int64_t, 4>& s = conv.blocks.strides[i];
+    const auto bytes = static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
+    Value* at = b.CreateAdd(b.CreateMul(n, code.i64(s[0] * bytes)),
+                            b.CreateAdd(b.CreateMul(o0, code.i64(s[1] * bytes)), b.CreateMul(oy, code.i64(s[2] * bytes))));
+    moved.push_back(b.CreateGEP(b.getInt8Ty(), buffers[i], at));
+  }
+  return code.callEpilogue(cut, moved);
+}
+
 bool directConvSupports(const ConvSpec& c) {
   if (c.direction != ConvDirection::Forward) return false;  // backward: im2col + GEMM
   if (!directConvComputes(c.channelsLast, c.strideW) || c.groups < 1 || c.c % c.groups != 0 || c.o % c.groups != 0)
@@ -683,7 +691,8 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
   if (module.getNamedValue(symbol)) return fail("the module already defines a symbol of that name");
   if (conv.epilogue && conv.blocks.strides.size() != conv.epilogue->buffers.size())
     return fail("the epilogue's blocks do not match its buffers");
-  auto fn = ConvEmitter(conv, module, symbol).run();
+  if (conv.packedFilter && !packedFilterShape(conv.spec)) return fail("has no form with a packed filter (exec/packed_filter.h)");
+  auto fn = conv.packedFilter ? emitPointwiseConv(conv, module, symbol) : ConvEmitter(conv, module, symbol).run();
   if (!fn) return fail(fn.error().message());
   return fn;
 }
@@ -691,6 +700,7 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
 DirectConv directConvOf(const Plan& plan, size_t step, std::string name, const ConvTiling& t) {
   const Step& s = plan.steps[step];
   DirectConv conv{std::move(name), s.conv(), t};
+  conv.packedFilter = packedFilterFits(plan, step);
   if (auto blocks = convEpilogue(plan, step)) {
     conv.epilogue = &plan.kernels[static_cast<size_t>(s.kernels[0])];
     conv.blocks = std::move(*blocks);
@@ -698,7 +708,11 @@ DirectConv directConvOf(const Plan& plan, size_t step, std::string name, const C
   return conv;
 }
 
-std::string describeDirectConv(const ConvSpec& c, const ConvTiling& tiling, bool epilogue) {
+std::string describeDirectConv(const ConvSpec& c, const ConvTiling& tiling, bool epilogue, bool packedFilter) {
+  if (packedFilter)
+    return str("direct, packed filter, blocks of ", std::min<int64_t>(tiling.pointwisePixels, c.oh * c.ow),
+               " pixels x ", std::min<int64_t>(tiling.pointwiseVectors, c.o / tiling.lanes), "x", tiling.lanes,
+               " channels", epilogue ? ", epilogue per block" : "");
   const ConvTiling t = blockTiling(c, tiling);
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
   const bool whole = c.wholePlanes();

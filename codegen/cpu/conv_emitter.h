@@ -83,6 +83,10 @@ struct DirectConv {
   // The step's epilogue when the convolution runs it (convEpilogue), else null.
   const kernel::Kernel* epilogue = nullptr;
   ConvBlocks blocks;
+  // Whether the function reads the filter packed (exec/packed_filter.h's
+  // packedFilterFits): w is then packFilter's copy, and the code has
+  // output channels across the lanes.
+  bool packedFilter = false;
 };
 
 // Conv step `step` of `plan` (directConvFits) to generate, with its
@@ -94,8 +98,10 @@ DirectConv directConvOf(const Plan& plan, size_t step, std::string name, const C
 Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& module);
 
 // One line describing what the generated code does with `c` ("direct:
-// blocks of 8 channels x 2x16 pixels, epilogue per block"), for kernel
-// listings.
-std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t, bool epilogue = false);
+// blocks of 8 channels x 2x16 pixels, epilogue per block"; with a packed
+// filter, "direct, packed filter, blocks of 7 pixels x 3x16 channels"), for
+// kernel listings.
+std::string describeDirectConv(const ConvSpec& c, const ConvTiling& t, bool epilogue = false,
+                               bool packedFilter = false);
 
 }  // namespace kfuse::cpu

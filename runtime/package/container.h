@@ -53,8 +53,12 @@ namespace kfuse::package {
 // inside it, per block of output channels (exec/conv_epilogue.h), its code
 // taking the epilogue's buffers too, and lists those convolutions
 // (conv_epilogues): an older package with a direct convolution whose
-// epilogue this kfuse would run inside is refused.
-inline constexpr uint32_t kFormatVersion = 10;
+// epilogue this kfuse would run inside is refused; format 11 runs small 1x1
+// convolutions with a constant filter over a packed copy of it, output
+// channels across the lanes (exec/packed_filter.h), and lists them
+// (packed_filters): an older package with a direct convolution this kfuse
+// would pass a packed filter is refused.
+inline constexpr uint32_t kFormatVersion = 11;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;

@@ -15,6 +15,7 @@
 #include "runtime/cuda/program_io.h"
 #endif
 #include "exec/conv_epilogue.h"
+#include "exec/packed_filter.h"
 #include "exec/packed_gemm.h"
 
 namespace kfuse {
@@ -76,6 +77,7 @@ json metaJson(const PackageMeta& m, const std::vector<PackageFunction>& fns) {
       fn["packed_gemms"] = f.packedGemms;
       fn["packed_epilogues"] = f.packedEpilogues;
       fn["conv_epilogues"] = f.convEpilogues;
+      fn["packed_filters"] = f.packedFilters;
     }
     functions.push_back(std::move(fn));
   }
@@ -166,6 +168,18 @@ Status epilogueAgrees(const PackageFunction& f, size_t step, const std::vector<s
                    " its epilogue, and this kfuse would run it ", inside ? after : str("inside", hint)));
 }
 
+// Whether direct convolution `step` was compiled to read its filter packed
+// exactly where this kfuse's rule says: the runner passes the filter the
+// rule gives.
+Status packedFilterAgrees(const PackageFunction& f, size_t step) {
+  const bool listed = std::find(f.packedFilters.begin(), f.packedFilters.end(), step) != f.packedFilters.end();
+  if (listed == packedFilterFits(*f.plan, step)) return Status::ok();
+  return Error(str("function @", f.name, ": the direct convolution at step ", step, " was compiled to read its filter ",
+                   listed ? "packed" : "as the plan holds it", ", and this kfuse would pass it ",
+                   listed ? "as the plan holds it" : "packed (exec/packed_filter.h)",
+                   "; compile the model again with this kfuse"));
+}
+
 MetaSection readMeta(const json& j) {
   MetaSection out;
   PackageMeta& m = out.meta;
@@ -214,6 +228,7 @@ MetaSection readMeta(const json& j) {
       steps("packed_gemms", fn.packedGemms);
       steps("packed_epilogues", fn.packedEpilogues);
       steps("conv_epilogues", fn.convEpilogues);
+      steps("packed_filters", fn.packedFilters);
     });
     out.functions.push_back(std::move(fn));
   }
@@ -305,7 +320,12 @@ Status Package::read() {
                                     "; compile the model again with this kfuse");
           !e)
         return fail(e.error());
+      if (Status e = packedFilterAgrees(f, s); !e) return fail(e.error());
     }
+    for (size_t s : f.packedFilters)
+      if (std::find(f.directConvs.begin(), f.directConvs.end(), s) == f.directConvs.end())
+        return fail(Error(str("function @", f.name, ": packed filter at step ", s,
+                              ", which is not a direct convolution")));
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,

@@ -65,6 +65,10 @@ struct PackageFunction {
   // (exec/conv_epilogue.h's convEpilogue when the package was compiled;
   // the loader refuses a package whose plan now says otherwise).
   std::vector<size_t> convEpilogues;
+  // cpu: those of directConvs whose code reads the filter packed
+  // (exec/packed_filter.h's packedFilterFits when the package was
+  // compiled; the loader refuses a package whose plan now says otherwise).
+  std::vector<size_t> packedFilters;
 };
 
 // How @train_step is called: inputs of the forward, then labels (unless the

@@ -68,6 +68,11 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     EXPECT_EQ(s.firstLayerPhases, c.level != IsaLevel::AVX512) << c.cpu;
     // A block's mostly empty only vector in half the lanes: 512-bit ones only.
     EXPECT_EQ(s.conv.halveLastVector, c.level == IsaLevel::AVX512) << c.cpu;
+    // Packed-filter 1x1 blocks: 7 pixels x 3 vectors of channels with 32
+    // registers (21 accumulators), 4 x 3 with 16 (12).
+    EXPECT_EQ(std::make_pair(s.conv.pointwisePixels, s.conv.pointwiseVectors),
+              c.level == IsaLevel::AVX512 ? std::make_pair(7, 3) : std::make_pair(4, 3))
+        << c.cpu;
     // Ungrouped blocks of 16 channels x 1 vector with 32 registers.
     const cpu::ConvTiling dense = s.conv.forConv(1, 9, true, false), depthwise = s.conv.forConv(8, 9, true, false);
     const cpu::ConvTiling pointwisePlanes = s.conv.forConv(1, 1, true, false), phases = s.conv.forConv(1, 4, true, true);

@@ -14,8 +14,12 @@
 #include "codegen/cpu/code_identity.h"
 #include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/jit.h"
+#include "codegen/backend.h"
 #include "tests/codegen/jit_harness.h"
+#include "tests/codegen/module_harness.h"
 #include "codegen/plan/plan_builder.h"
+#include "exec/conv_epilogue.h"
+#include "exec/packed_filter.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/unit/test_util.h"
@@ -50,29 +54,42 @@ Tensor wave(const TensorType& t, double phase) {
   return x;
 }
 
-// The case's operands (waves) and its convolution generated with `tiling`.
+// The case's operands (waves) and its convolution generated with `tiling`;
+// with a packed filter (exec/packed_filter.h), the filter packed too.
 struct Generated {
   std::vector<Tensor> args;
+  std::vector<float> packed;
   cpu::KernelFn conv = nullptr;
 };
 
-Expected<Generated> generate(const ConvCase& c, const cpu::ConvTiling& tiling) {
+Expected<Generated> generate(const ConvCase& c, const cpu::ConvTiling& tiling, bool packedFilter = false) {
   const Graph& fn = *c.module->functions().front();
   Generated g;
   for (size_t i = 0; i < fn.arguments().size(); ++i)
     g.args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
   cpu::DirectConv conv{"conv", c.spec, tiling};
+  conv.packedFilter = packedFilter;
   KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)}));
   g.conv = compiled.convs[0];
+  if (packedFilter) {
+    g.packed.assign(static_cast<size_t>(packedFilterElements(c.spec)), NAN);
+    packFilter(c.spec, reinterpret_cast<const float*>(g.args[1].data()), g.packed.data());
+  }
   return g;
+}
+
+// The units a range of them starts on a multiple of.
+int64_t unitAlignment(const ConvCase& c, const Generated& g) {
+  return directConvWork(c.spec, !g.packed.empty()).alignment;
 }
 
 // Runs the generated convolution over `units` in ranges of `step` units
 // into a result full of garbage it must overwrite.
 Tensor runGenerated(const ConvCase& c, Generated& g, int64_t step) {
   Tensor y = wave(c.module->functions().front()->results()[0]->type(), 5.0);
-  void* buffers[] = {g.args[0].data(), g.args[1].data(), g.args.size() > 2 ? g.args[2].data() : nullptr, y.data()};
-  const int64_t units = directConvWork(c.spec).units;
+  void* w = g.packed.empty() ? g.args[1].data() : static_cast<void*>(g.packed.data());
+  void* buffers[] = {g.args[0].data(), w, g.args.size() > 2 ? g.args[2].data() : nullptr, y.data()};
+  const int64_t units = directConvWork(c.spec, !g.packed.empty()).units;
   for (int64_t u = 0; u < units; u += step) g.conv(buffers, u, std::min(units, u + step));
   return y;
 }
@@ -80,24 +97,25 @@ Tensor runGenerated(const ConvCase& c, Generated& g, int64_t step) {
 // Runs the case's convolution generated with `tiling` (in three ranges of
 // units) and the interpreter on the same operands; an empty string when
 // they agree.
-std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& tiling) {
-  auto g = generate(c, tiling);
+std::string compareWithInterpreter(const ConvCase& c, const cpu::ConvTiling& tiling, bool packedFilter = false) {
+  auto g = generate(c, tiling, packedFilter);
   if (!g) return g.error().message();
   auto want = interpret(*c.module->functions().front(), g->args);
   if (!want) return want.error().message();
-  const Tensor y = runGenerated(c, *g, (directConvWork(c.spec).units + 2) / 3);
+  const int64_t a = unitAlignment(c, *g), slots = (directConvWork(c.spec, packedFilter).units + a - 1) / a;
+  const Tensor y = runGenerated(c, *g, (slots + 2) / 3 * a);
   return test::compareTensors(y, want->outputs[0], 1e-5, 1e-5);
 }
 
 // Runs the case's convolution with `tiling` over all its units at once and
-// in ranges of several sizes from one unit up; an empty string when every
-// run writes the same bits.
-std::string splitsAgree(const ConvCase& c, const cpu::ConvTiling& tiling) {
-  auto g = generate(c, tiling);
+// in ranges of several sizes from one unit (or one aligned group of them)
+// up; an empty string when every run writes the same bits.
+std::string splitsAgree(const ConvCase& c, const cpu::ConvTiling& tiling, bool packedFilter = false) {
+  auto g = generate(c, tiling, packedFilter);
   if (!g) return g.error().message();
   const Tensor whole = runGenerated(c, *g, INT64_MAX / 2);
   for (int64_t step : {1, 2, 3, 5, 7}) {
-    const Tensor part = runGenerated(c, *g, step);
+    const Tensor part = runGenerated(c, *g, step * unitAlignment(c, *g));
     if (std::memcmp(part.data(), whole.data(), static_cast<size_t>(whole.numElements()) * sizeof(float)) != 0)
       return str("ranges of ", step, " units differ from one range");
   }
@@ -310,6 +328,140 @@ TEST(DirectConv, EveryCaseMatchesTheInterpreterWithThisMachinesTiling) {
   checkOpCaseConvolutions(own);
   checkWideRows(own);
   checkWholePlanes(own);
+}
+
+// 1x1 convolutions with a packed filter (exec/packed_filter.h): output
+// channels across the lanes. Blocks of every width a range leaves (80
+// channels: 48 + 32 at 16 lanes, 24 + 24 + 24 + 8 at 8), pixel blocks with
+// remainders (49, 196, 16 and 64 pixels), two images, with and without a
+// bias, input channels from 3 to 257; every aligned unit split gives the
+// same bits.
+const char* const kPointwise[] = {
+      R"(module @m {
+  func @main(%x: f32[2,20,7,7], %w: f32[80,20,1,1], %b: f32[80]) -> (f32[2,80,7,7]) {
+    %y = conv2d %x, %w, %b : f32[2,80,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,257,14,14], %w: f32[16,257,1,1]) -> (f32[1,16,14,14]) {
+    %y = conv2d %x, %w : f32[1,16,14,14]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,3,4,4], %w: f32[32,3,1,1], %b: f32[32]) -> (f32[1,32,4,4]) {
+    %y = conv2d %x, %w, %b : f32[1,32,4,4]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,8,8,8], %w: f32[48,8,1,1], %b: f32[48]) -> (f32[2,48,8,8]) {
+    %y = conv2d %x, %w, %b : f32[2,48,8,8]
+    return %y
+  }
+})",
+};
+
+cpu::ConvTiling pointwiseTiling(int lanes, int pixels, int vectors) {
+  cpu::ConvTiling t{lanes, 2, 4};
+  t.pointwisePixels = pixels, t.pointwiseVectors = vectors;
+  return t;
+}
+
+TEST(DirectConv, PackedFiltersMatchTheInterpreter) {
+  const cpu::ConvTiling tilings[] = {pointwiseTiling(16, 7, 3), pointwiseTiling(8, 4, 3), pointwiseTiling(4, 4, 3),
+                                     pointwiseTiling(16, 5, 2), pointwiseTiling(8, 1, 1),
+                                     testing::sharedJit().subtarget().conv};
+  for (const char* text : kPointwise) {
+    auto c = convCase(parseModule(text, "pointwise.kir", {}));
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_TRUE(packedFilterShape(c->spec)) << text;
+    for (const cpu::ConvTiling& t : tilings) {
+      const std::string name = str(t.pointwisePixels, " pixels x ", t.pointwiseVectors, "x", t.lanes);
+      EXPECT_EQ(compareWithInterpreter(*c, t, true), "") << text << name;
+      EXPECT_EQ(splitsAgree(*c, t, true), "") << text << name;
+    }
+  }
+}
+
+// Which shapes pack their filter: 1x1 at stride 1 without padding, one
+// group, output channels in whole 16-lane vectors, planes of at most 14x14
+// (past 8x8 only from 256 input channels) that fill three quarters of 16
+// lanes (so that they run directly at every width).
+TEST(DirectConv, PacksTheFiltersOfSmallPointwiseConvolutions) {
+  auto c = convCase(parseModule(kPointwise[0], "pointwise.kir", {}));
+  ASSERT_TRUE(c) << c.error().message();
+  const ConvSpec base = c->spec;
+  EXPECT_TRUE(packedFilterShape(base));
+  auto changed = [&](auto change) {
+    ConvSpec s = base;
+    change(s);
+    return packedFilterShape(s);
+  };
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.o = 72; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.groups = 2; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.filterLast = true; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.direction = ConvDirection::GradInput; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 8; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 14; }));  // 20 input channels
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 14, s.c = 256; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 15, s.c = 256; }));  // 225 pixels
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 3; }));   // 9 of 16 lanes
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = 1, s.wd = s.ow = 20; }));  // 20 of 32
+  for (const char* name : {"x86-64-v2", "haswell", "skylake-avx512"})
+    EXPECT_TRUE(cpu::directConvFits(base, DType::F32, testing::subtargetNamed(name).conv)) << name;
+}
+
+// A model's 1x1 layer over 7x7 with its residual add and ReLU: the cpu
+// target packs the constant filter, runs the epilogue inside, gives the
+// interpreter's results with the same bits on one thread and on three
+// (ranges of whole vectors of channels), and packs new weights again.
+TEST(DirectConv, PackedFiltersRunInModelsAndRepackNewWeights) {
+  auto m = testing::preparedModule(R"(module @m {
+  param @w : f32[96,40,1,1]
+  param @b : f32[96]
+  func @main(%x: f32[1,40,7,7], %r: f32[1,96,7,7]) -> (f32[1,96,7,7]) {
+    %0 = conv2d %x, @w, @b : f32[1,96,7,7]
+    %1 = add %0, %r : f32[1,96,7,7]
+    %2 = relu %1 : f32[1,96,7,7]
+    return %2
+  }
+})");
+  ASSERT_TRUE(m);
+  const Graph& fn = *m->functions().front();
+  auto plan = buildPlan(fn);
+  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_EQ(packedFilterSteps(*plan).size(), 1u);
+  const size_t step = packedFilterSteps(*plan)[0];
+  EXPECT_TRUE(cpu::directConvOf(*plan, step, "conv", testing::sharedJit().subtarget().conv).packedFilter);
+  EXPECT_TRUE(convEpilogue(*plan, step)) << convEpilogue(*plan, step).error().message();
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < fn.arguments().size(); ++i)
+    args.push_back(testing::waveTensor(fn.arguments()[i]->type(), 0.3 * static_cast<double>(i)));
+  m->setParamData("b", testing::waveTensor(m->findParam("b")->type, 3.0));
+  auto one = createExecutor("cpu", {.inplace = true, .poison = true, .threads = 1});
+  auto three = createExecutor("cpu", {.inplace = true, .poison = true, .threads = 3});
+  ASSERT_TRUE(one && three);
+  for (double phase : {1.0, 2.0}) {
+    m->setParamData("w", testing::waveTensor(m->findParam("w")->type, phase));
+    auto want = interpret(fn, args);
+    ASSERT_TRUE(want) << want.error().message();
+    auto got = (*one)->run(fn, args);
+    ASSERT_TRUE(got) << got.error().message();
+    EXPECT_EQ(test::compareTensors(got->outputs[0], want->outputs[0], 1e-5, 1e-5), "") << "weights " << phase;
+    auto split = (*three)->run(fn, args);
+    ASSERT_TRUE(split) << split.error().message();
+    EXPECT_EQ(std::memcmp(split->outputs[0].data(), got->outputs[0].data(),
+                          static_cast<size_t>(got->outputs[0].numElements()) * sizeof(float)),
+              0)
+        << "weights " << phase;
+  }
+  // A training plan rewrites the filter every step: it keeps it as it is.
+  plan->updates.emplace_back("w", plan->steps[step].conv().y);
+  EXPECT_TRUE(packedFilterSteps(*plan).empty());
 }
 
 // Rows of `width` pixels; by default too many for whole planes.

@@ -272,7 +272,7 @@ std::set<std::string> trainableOf(const Module& m) {
 }
 
 // The report `kfuse memory` prints for the cpu target: the plan's regions
-// and what the cpu device adds (packed GEMM weights, other threads' im2col
+// and what the cpu device adds (packed weights, other threads' im2col
 // patch matrices).
 MemoryReport cpuReport(const Plan& plan, const std::set<std::string>& trainable, int threads = 0) {
   MemoryReport r = memoryReport(plan, trainable);

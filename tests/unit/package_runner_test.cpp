@@ -14,6 +14,7 @@
 #include "runtime/package/package_runner.h"
 #include "exec/packed_gemm.h"
 #include "ir/support/file_io.h"
+#include "tests/unit/test_util.h"
 
 namespace kfuse {
 namespace {
@@ -226,6 +227,44 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
                                            "its epilogue, and this kfuse would run it inside; compile the model again"),
             std::string::npos)
       << outside.error().message();
+}
+
+// A 1x1 convolution over 7x7 with a constant filter runs over a packed copy
+// of it (exec/packed_filter.h): the package lists it and gives the
+// interpreter's result; a package that does not list it (as format 10 wrote
+// them) has code that reads the filter as it is, and is refused.
+TEST(PackageRunner, SmallPointwiseConvolutionsReadTheirFilterPacked) {
+  std::string w;
+  for (int i = 0; i < 32 * 8; ++i) w += str(i ? ", " : "", std::sin(0.7 * i));
+  auto module = parseModule(str(R"(module @conv {
+  param @w : f32[32,8,1,1] = dense<f32[32,8,1,1]>[)", w, R"(]
+  func @forward(%x: f32[1,8,7,7]) -> (f32[1,32,7,7]) {
+    %0 = conv2d %x, @w : f32[1,32,7,7]
+    %1 = relu %0 : f32[1,32,7,7]
+    return %1
+  }
+})"), "pointwise.kir", {});
+  ASSERT_TRUE(module) << module.error().message();
+  Tensor x(TensorType(DType::F32, {1, 8, 7, 7}));
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
+  auto want = interpret(*(*module)->functions().front(), {x});
+  ASSERT_TRUE(want) << want.error().message();
+  PackageCompileOptions o;
+  o.threads = 1;
+  auto compiled = compilePackage(std::move(*module), o);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  auto pkg = Package::parse(compiled->bytes(), "pointwise.kfpkg");
+  ASSERT_TRUE(pkg) << pkg.error().message();
+  const PackageFunction& f = (*pkg)->functions().front();
+  ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
+  EXPECT_EQ(f.packedFilters, std::vector<size_t>{0});
+  EXPECT_EQ(test::compareTensors(firstOutput(*pkg, f.name, x), want->outputs[0], 1e-5, 1e-5), "");
+  auto unpacked = withSteps(**pkg, &PackageFunction::packedFilters, {});
+  ASSERT_FALSE(unpacked);
+  EXPECT_NE(unpacked.error().message().find("function @forward: the direct convolution at step 0 was compiled to read "
+                                            "its filter as the plan holds it, and this kfuse would pass it packed"),
+            std::string::npos)
+      << unpacked.error().message();
 }
 
 // convPackage(h, wd), whose convolution runs as whole planes, read back as

@@ -10,6 +10,7 @@
 #include "ir/weights.h"
 #include "runtime/package/package.h"
 #include "exec/io/plan_io.h"
+#include "exec/packed_filter.h"
 #include "exec/packed_gemm.h"
 #include "tools/kfuse/commands.h"
 
@@ -63,7 +64,9 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
   std::cout << "\nfunction @" << f.name << "\n  inputs:  " << signature(f.inputs) << "\n  outputs: "
             << signature(f.outputs) << "\n  launches per run: " << phases(p) << "\n  memory: arena " << p.arenaBytes
             << " bytes, resident " << p.residentBytes << " bytes (" << p.buffers.size() << " buffers)"
-            << (f.packedGemms.empty() ? "" : str(", packed GEMM weights ", packedBytes(p, f.packedGemms), " bytes")) << "\n";
+            << (f.packedGemms.empty() ? "" : str(", packed GEMM weights ", packedBytes(p, f.packedGemms), " bytes"))
+            << (f.packedFilters.empty() ? "" : str(", packed filters ", packedFilterBytes(p, f.packedFilters), " bytes"))
+            << "\n";
   std::vector<std::string> names;
   for (const kernel::Kernel& k : p.kernels) names.push_back(k.name);
   std::cout << "  kernels (" << names.size() << "): " << join(names) << "\n";
@@ -71,7 +74,9 @@ void printFunction(const Package& pkg, const PackageFunction& f, const InspectAr
     std::vector<std::string> convs;
     for (size_t s : f.directConvs) {
       const bool inside = std::find(f.convEpilogues.begin(), f.convEpilogues.end(), s) != f.convEpilogues.end();
-      convs.push_back(str("step ", s, " (", p.steps[s].name, inside ? ", epilogue inside" : "", ")"));
+      const bool packed = std::find(f.packedFilters.begin(), f.packedFilters.end(), s) != f.packedFilters.end();
+      convs.push_back(
+          str("step ", s, " (", p.steps[s].name, packed ? ", packed filter" : "", inside ? ", epilogue inside" : "", ")"));
     }
     std::cout << "  direct convolutions (" << convs.size() << ")" << (convs.empty() ? "" : ": " + join(convs)) << "\n";
     std::vector<std::string> gemms;

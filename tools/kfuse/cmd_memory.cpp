@@ -38,7 +38,7 @@ constexpr Row kRows[] = {
     {"workspace", "workspace (conv im2col)", &MemoryReport::workspace},
     {"device_scratch", "device scratch (cuda)", &MemoryReport::deviceScratch},
     {"library_workspace", "library workspace (cuBLASLt)", &MemoryReport::libraryWorkspace},
-    {"packed_weights", "packed GEMM weights (cpu)", &MemoryReport::packedWeights},
+    {"packed_weights", "packed weights (cpu)", &MemoryReport::packedWeights},
     {"thread_scratch", "im2col of other threads (cpu)", &MemoryReport::threadScratch},
     {"exchange_staging", "all-reduce staging (cpu, Gloo)", &MemoryReport::exchangeStaging},
     {"no_reuse", "no-reuse total (arena buffers)", &MemoryReport::noReuse},

@@ -1,0 +1,43 @@
+#include "exec/packed_filter.h"
+
+namespace kfuse {
+
+bool packedFilterShape(const ConvSpec& c) {
+  const int64_t pixels = c.oh * c.ow, lanes = kPackedFilterChannels;
+  const bool fills = pixels >= lanes && 4 * pixels >= 3 * ((pixels + lanes - 1) / lanes * lanes);
+  return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast && c.pointwise() &&
+         c.groups == 1 && c.liveTaps.empty() && c.o % kPackedFilterChannels == 0 && c.o > 0 && c.c > 0 &&
+         c.n > 0 && pixels <= kPackedFilterMaxPixels && (pixels <= kPackedFilterSmallPixels || c.c >= kPackedFilterMinChannels) &&
+         fills;
+}
+
+bool packedFilterFits(const Plan& plan, size_t step) {
+  if (step >= plan.steps.size() || plan.steps[step].kind() != StepKind::Conv) return false;
+  const ConvSpec& c = plan.steps[step].conv();
+  if (!packedFilterShape(c)) return false;
+  for (int b : {c.x, c.w, c.y, c.bias})
+    if (b >= 0 && plan.buffers[static_cast<size_t>(b)].type.dtype != DType::F32) return false;
+  return c.x >= 0 && c.w >= 0 && c.y >= 0 && readOnlyWhileRunning(plan, c.w);
+}
+
+std::vector<size_t> packedFilterSteps(const Plan& plan) {
+  std::vector<size_t> out;
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (packedFilterFits(plan, s)) out.push_back(s);
+  return out;
+}
+
+int64_t packedFilterElements(const ConvSpec& c) { return c.o * c.c; }
+
+uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps) {
+  uint64_t bytes = 0;
+  for (size_t s : steps) bytes += static_cast<uint64_t>(packedFilterElements(plan.steps[s].conv())) * sizeof(float);
+  return bytes;
+}
+
+void packFilter(const ConvSpec& c, const float* w, float* out) {
+  for (int64_t o = 0; o < c.o; ++o)
+    for (int64_t ci = 0; ci < c.c; ++ci) out[packedFilterIndex(c, o, ci)] = w[o * c.c + ci];
+}
+
+}  // namespace kfuse

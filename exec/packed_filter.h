@@ -1,0 +1,82 @@
+// 1x1 convolutions over small planes run on the cpu target with their
+// output channels across the vector lanes, reading a copy of the filter
+// transposed once (input channel major), instead of with pixels across the
+// lanes (codegen/cpu/conv_emitter.h). One rule, read by code generation,
+// packages and the runner, says which.
+//
+// Pixels across the lanes waste the lanes a plane leaves empty: a 7x7
+// plane takes four 16-lane vectors for 49 pixels, and a block of them
+// loads a broadcast filter value per output channel for every 16 outputs.
+// Channels across the lanes fill every lane wherever the output channels
+// are a multiple of 16, and each vector of filter values serves a block of
+// pixels (codegen/cpu/subtarget.h's ConvTiling::pointwisePixels).
+// ResNet-50's 1x1 layers over 7x7 planes took 1.19-1.39 ms each with
+// pixels across the lanes (73-86 GFLOP/s), 0.99-1.07 with channels (Zen 4,
+// one thread, docs/fusion.md).
+//
+// The copy: w (O x C, OIHW of a 1x1 filter) as panels of
+// kPackedFilterChannels output channels, panel after panel, each C rows
+// (input channels) of kPackedFilterChannels contiguous floats: a block's
+// vector of output channels is one load per input channel, and its loads
+// run through memory in order. (Rows of all O channels put a block's
+// consecutive loads O floats apart: 8 KB for 2048 channels, one set of the
+// first-level cache for all of them.)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/plan.h"
+
+namespace kfuse {
+
+// Planes of at most this many pixels (14x14), and at least this many input
+// channels where a plane takes more than kPackedFilterSmallPixels (8x8). A
+// block's sums reach the output planes by scatters, one per vector of
+// channels per pixel, whose cost the input channels pay for: over 14x14,
+// MobileNetV2's 1x1 layers from 64 and 96 channels ran 10-25% slower
+// packed (103 -> 127 us, 228 -> 249), ResNet-50's from 256 and 1024 4-10%
+// faster (1178 -> 1057, 2072 -> 1916), where pixels across 16 lanes fill
+// 196 of 208; over 7x7 (49 of 64) every one of them ran faster, from 160
+// channels 113 -> 93 us, from 320 374 -> 313 (Zen 4, one thread).
+inline constexpr int64_t kPackedFilterMaxPixels = 196;
+inline constexpr int64_t kPackedFilterSmallPixels = 64;
+inline constexpr int64_t kPackedFilterMinChannels = 256;
+// Output channels come in multiples of this (the widest vectors' lanes), and
+// so do the work units a range of them starts on (exec/parallel.h's
+// directConvWork): every block is whole vectors.
+inline constexpr int64_t kPackedFilterChannels = 16;
+
+// Whether convolution `c`'s shape runs with a packed filter: a forward NCHW
+// 1x1 convolution at stride 1 without padding (ConvSpec::pointwise), one
+// group, an OIHW filter, every tap live, output channels a multiple of
+// kPackedFilterChannels, and planes of at most kPackedFilterMaxPixels
+// (more than kPackedFilterSmallPixels from kPackedFilterMinChannels input
+// channels on) that fill three quarters of the 16-lane vectors they would take: such a
+// convolution runs directly whatever the CPU's lanes (codegen/cpu's
+// directConvFits), so which steps pack their filter is the plan's alone.
+bool packedFilterShape(const ConvSpec& c);
+
+// Whether Conv step `step` of `plan` does, when it runs as a direct
+// convolution: packedFilterShape, f32 operands, and a filter that no step
+// of the plan writes (a constant, or an inference plan's parameter; a
+// training step's weights keep the other form).
+bool packedFilterFits(const Plan& plan, size_t step);
+
+// The Conv steps of `plan` that packedFilterFits, in step order.
+std::vector<size_t> packedFilterSteps(const Plan& plan);
+
+// Floats the packed copy of the filter takes, and the bytes a runner
+// allocates for the copies of `steps`.
+int64_t packedFilterElements(const ConvSpec& c);
+uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps);
+
+// Where filter value (o, ci) lies in the packed copy.
+inline int64_t packedFilterIndex(const ConvSpec& c, int64_t o, int64_t ci) {
+  return (o / kPackedFilterChannels * c.c + ci) * kPackedFilterChannels + o % kPackedFilterChannels;
+}
+
+// Packs w (OIHW, O x C) into `out` (packedFilterElements floats).
+void packFilter(const ConvSpec& c, const float* w, float* out);
+
+}  // namespace kfuse
