@@ -418,7 +418,8 @@ TEST(DirectConv, PacksTheFiltersOfSmallPointwiseConvolutions) {
 // A model's 1x1 layer over 7x7 with its residual add and ReLU: the cpu
 // target packs the constant filter, runs the epilogue inside, gives the
 // interpreter's results with the same bits on one thread and on three
-// (ranges of whole vectors of channels), and packs new weights again.
+// (ranges of whole vectors of channels), packs new weights again, and
+// allocates the packed copy kfuse memory counts.
 TEST(DirectConv, PackedFiltersRunInModelsAndRepackNewWeights) {
   auto m = testing::preparedModule(R"(module @m {
   param @w : f32[96,40,1,1]
@@ -459,6 +460,13 @@ TEST(DirectConv, PackedFiltersRunInModelsAndRepackNewWeights) {
               0)
         << "weights " << phase;
   }
+  // The runner allocates what kfuse memory predicts: the packed copy too.
+  const Plan* ran = (*one)->planFor(fn);
+  ASSERT_NE(ran, nullptr);
+  auto bytes = cpuDeviceBytes(*ran, 1);
+  ASSERT_TRUE(bytes) << bytes.error().message();
+  EXPECT_EQ(bytes->packedWeights, 96u * 40u * sizeof(float));
+  EXPECT_EQ((*one)->deviceBytesAllocated(), bytes->total);
   // A training plan rewrites the filter every step: it keeps it as it is.
   plan->updates.emplace_back("w", plan->steps[step].conv().y);
   EXPECT_TRUE(packedFilterSteps(*plan).empty());
