@@ -32,6 +32,12 @@
 // more. w' is computed now: the filter must be fixed as the module
 // compiles (a constant, or a parameter no function updates; a training
 // step's filters are left alone).
+//
+// A 1x1 filter without padding reads one phase only: where no other layer
+// splits its input, it becomes a 1x1 convolution at stride 1 over every
+// s-th pixel (pointwiseSubsamplePays), a strided slice of x:
+//
+//   conv2d(x, w, b) {strides = [s, s]} -> conv2d(slice(x) {steps = [s, s]}, w, b)
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -118,6 +124,9 @@ class Rewrite : NodeRewrite {
     // instead (the others are kept: convPhasesTakePlanes).
     const bool fewChannels = groups == 1 && convPhasesPay(xt.shape[1], s);
     const bool firstLayer = fewChannels && firstLayers_;
+    if (!firstLayer && kh * kw == 1 && pads == std::vector<int64_t>(4, 0) && fixedData(*w) && !sharesSplit(x, s) &&
+        pointwiseSubsamplePays(s, yt.shape[2], yt.shape[3]))
+      return subsample(x, s);
     if (!firstLayer && !takesPlanes(*n_))
       return fewChannels ? "a first layer, which this cpu runs directly (first-layers=false)"
                          : "the phases do not pay (passes/direct_conv.h)";
@@ -180,7 +189,31 @@ class Rewrite : NodeRewrite {
     return "";
   }
 
+  // What the rewrite made of the convolution, once run() succeeded.
+  const std::string& done() const { return done_; }
+
  private:
+  // The 1x1 convolution at stride 1 over every s-th pixel of x
+  // (pointwiseSubsamplePays).
+  std::string subsample(Value* x, int64_t s) {
+    const Shape& xs = x->type().shape;
+    Value* picked = add(Op::Slice, {x},
+                        {{"starts", Attribute(std::vector<int64_t>{0, 0})},
+                         {"ends", Attribute(std::vector<int64_t>{xs[2], xs[3]})},
+                         {"axes", Attribute(std::vector<int64_t>{2, 3})},
+                         {"steps", Attribute(std::vector<int64_t>{s, s})}});
+    if (!picked) return fail("the input's pixels could not be picked");
+    std::vector<Value*> operands = {picked, n_->operand(1)};
+    if (n_->numOperands() > 2) operands.push_back(n_->operand(2));
+    AttrMap attrs;
+    if (const int64_t groups = n_->attr("groups").asInt(); groups != 1) attrs.emplace("groups", Attribute(groups));
+    Value* y = add(Op::Conv2d, operands, attrs);
+    if (!y || !(y->type() == n_->result()->type())) return fail("the stride-1 convolution's type differs from the result's");
+    replaceWith(y);
+    done_ = str("1x1 conv2d at stride 1 over a slice of its input (steps ", s, ")");
+    return "";
+  }
+
   // Whether conv2d m is a strided layer the phases take whole planes of
   // (convPhasesTakePlanes), its filter fixed.
   static bool takesPlanes(const Node& m) {
@@ -228,6 +261,7 @@ class Rewrite : NodeRewrite {
 
   KnownPhases& phases_;
   bool firstLayers_;
+  std::string done_ = "conv2d over its input's phases";
 };
 
 class ConvPhasesPass : public Pass {
@@ -242,10 +276,11 @@ class ConvPhasesPass : public Pass {
       const std::string result = n->result()->name();
       const std::vector<int64_t> strides = n->attr("strides").asInts();
       if (strides[0] == 1 && strides[1] == 1) continue;  // nothing to say about most convolutions
-      std::string why = Rewrite(g, n, phases, firstLayers_).run();
+      Rewrite rewrite(g, n, phases, firstLayers_);
+      std::string why = rewrite.run();
       if (why.empty()) {
         changed = true;
-        if (ctx.remarks) ctx.diag->remark(std::string(name()), str(result, ": conv2d over its input's phases"));
+        if (ctx.remarks) ctx.diag->remark(std::string(name()), str(result, ": ", rewrite.done()));
       } else if (ctx.remarks) {
         ctx.diag->remark(std::string(name()), str(result, ": conv2d kept: ", why));
       }

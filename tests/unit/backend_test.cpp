@@ -214,17 +214,19 @@ TEST(CpuTarget, StridedFirstLayersRunOverTheirPhases) {
 // channels' phases stay in the group), planes folded in chunks of input channels (64
 // channels of 14x14 phases), and a 1x1 filter beside a 3x3 one over the
 // same input (one split; the 1x1's joined rows are taken whole, leaving
-// out three phases in four). Kept: a 1x1 filter alone, odd extents.
+// out three phases in four). A 1x1 filter alone runs at stride 1 over a
+// strided slice of its input (pointwiseSubsamplePays). Kept: odd extents.
 TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
   struct Case {
     int64_t c, h, o, k, stride, pad;
     bool bias, rewritten, partner;  // partner: a 3x3 pad-1 layer over x too
     int64_t groups = 1;
+    bool sliced = false;
   };
   const Case cases[] = {{16, 28, 8, 3, 2, 1, true, true, false},  {64, 28, 8, 3, 2, 1, false, true, false},
                         {16, 28, 8, 1, 2, 0, false, true, true},   {8, 14, 16, 3, 2, 1, true, true, false},
                         {6, 16, 5, 5, 2, 2, true, true, false},    {5, 12, 3, 4, 2, 1, false, true, false},
-                        {4, 18, 3, 3, 3, 1, true, true, false},    {16, 28, 8, 1, 2, 0, false, false, false},
+                        {4, 18, 3, 3, 3, 1, true, true, false},    {16, 28, 8, 1, 2, 0, false, false, false, 1, true},
                         {8, 15, 4, 3, 2, 1, true, false, false},   {16, 28, 16, 3, 2, 1, true, true, false, 16},
                         {16, 14, 8, 3, 2, 1, false, true, false, 4}, {8, 28, 8, 5, 2, 2, true, true, false, 8}};
   for (const Case& c : cases) {
@@ -248,18 +250,20 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
         "\n  }\n}\n");
     std::unique_ptr<Module> phased = afterConvPhases(text);
     ASSERT_TRUE(phased);
-    int strided = 0, live = 0, splits = 0;
+    int strided = 0, live = 0, splits = 0, slices = 0;
     for (const Node* n : phased->functions().front()->nodes()) {
       if (n->is(Op::Conv2d)) {
         strided += n->attr("strides").asInts()[0] != 1;
         live += !n->attr("live_taps").asInts().empty();
       }
       splits += n->is(Op::Transpose);
+      slices += n->is(Op::Slice);
     }
     const int layers = c.partner ? 2 : 1;
-    EXPECT_EQ(strided, c.rewritten ? 0 : layers);
+    EXPECT_EQ(strided, c.rewritten || c.sliced ? 0 : layers);
     EXPECT_EQ(live, c.rewritten ? layers : 0);
     EXPECT_EQ(splits, c.rewritten ? 1 : 0);
+    EXPECT_EQ(slices, c.sliced ? 1 : 0);
 
     const std::vector<Tensor> args = {cosineImage({2, c.c, c.h, c.h})};
     const std::vector<Tensor> want = runOn(text, "interpreter", args), got = runOn(text, "cpu", args);
