@@ -381,55 +381,40 @@ Value* ConvEmitter::planeBlockPtr(Value* n, Value* o0, int co, Value* q0, int p)
 // (a channel's sums are the same either way, so results do not depend on
 // how the units are split).
 void ConvEmitter::runPlaneUnits() {
-  llvm::LLVMContext& ctx = b_.getContext();
-  llvm::Function* fn = b_.GetInsertBlock()->getParent();
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx, "plane", fn);
-  auto* latch = llvm::BasicBlock::Create(ctx, "plane.next", fn);
-  auto* exit = llvm::BasicBlock::Create(ctx, "plane.end", fn);
-  b_.CreateCondBr(b_.CreateICmpSLT(code_.begin(), code_.end()), header, exit);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* u = b_.CreatePHI(b_.getInt64Ty(), 2, "u");
-  u->addIncoming(code_.begin(), pre);
-  Value* n = b_.CreateUDiv(u, i64(c_.o));
-  Value* o0 = b_.CreateURem(u, i64(c_.o));
-  Value* g = b_.CreateUDiv(o0, i64(og_));
-  std::vector<std::pair<llvm::BasicBlock*, int64_t>> paths;  // each path's last block and its channels
-  auto path = [&](int channels) {
-    emitPlanes(n, g, o0, channels);
-    // Chunked, the sums are final in the last chunk only.
-    if (!lastChunk_)
-      runEpilogue(n, o0, i64(0), channels, c_.oh);
-    else
-      code_.when(lastChunk_, "epilogue", [&] { runEpilogue(n, o0, i64(0), channels, c_.oh); });
-    paths.emplace_back(b_.GetInsertBlock(), channels);
-    b_.CreateBr(latch);
-  };
-  // Blocks of `wide` channels from each group's first, then its last `rest`
-  // channels as one block; one channel at a time only where a range of
-  // units starts or ends inside a block (threads' shares).
-  const int wide = static_cast<int>(std::min<int64_t>(t_.channels, og_));
-  const int rest = static_cast<int>(og_ % wide);
-  Value* inGroup = b_.CreateURem(o0, i64(og_));
-  auto block = [&](int channels, Value* fits) {
-    auto* taken = llvm::BasicBlock::Create(ctx, str("channels", channels), fn);
-    auto* other = llvm::BasicBlock::Create(ctx, "", fn);
-    b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(u, i64(channels)), code_.end()), fits), taken, other);
-    b_.SetInsertPoint(taken);
-    path(channels);
-    b_.SetInsertPoint(other);
-  };
-  if (wide > 1) block(wide, b_.CreateICmpULE(b_.CreateAdd(inGroup, i64(wide)), i64(og_)));
-  if (rest > 1)
-    code_.part(static_cast<double>(rest) / og_, [&] { block(rest, b_.CreateICmpEQ(inGroup, i64(og_ - rest))); });
-  code_.part(wide > 1 ? 0.0 : 1.0, [&] { path(1); });  // beside blocks, only at the ends of a range
-  b_.SetInsertPoint(latch);
-  llvm::PHINode* step = b_.CreatePHI(b_.getInt64Ty(), static_cast<unsigned>(paths.size()), "step");
-  for (const auto& [bb, channels] : paths) step->addIncoming(i64(channels), bb);
-  Value* next = b_.CreateAdd(u, step);
-  b_.CreateCondBr(b_.CreateICmpSLT(next, code_.end()), header, exit);
-  u->addIncoming(next, latch);
-  b_.SetInsertPoint(exit);
+  code_.unitSteps("plane", [&](Value* u, const std::function<void(int64_t)>& advance) {
+    Value* n = b_.CreateUDiv(u, i64(c_.o));
+    Value* o0 = b_.CreateURem(u, i64(c_.o));
+    Value* g = b_.CreateUDiv(o0, i64(og_));
+    auto path = [&](int channels) {
+      emitPlanes(n, g, o0, channels);
+      // Chunked, the sums are final in the last chunk only.
+      if (!lastChunk_)
+        runEpilogue(n, o0, i64(0), channels, c_.oh);
+      else
+        code_.when(lastChunk_, "epilogue", [&] { runEpilogue(n, o0, i64(0), channels, c_.oh); });
+      advance(channels);
+    };
+    // Blocks of `wide` channels from each group's first, then its last
+    // `rest` channels as one block; one channel at a time only where a
+    // range of units starts or ends inside a block (threads' shares).
+    const int wide = static_cast<int>(std::min<int64_t>(t_.channels, og_));
+    const int rest = static_cast<int>(og_ % wide);
+    Value* inGroup = b_.CreateURem(o0, i64(og_));
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    auto block = [&](int channels, Value* fits) {
+      auto* taken = llvm::BasicBlock::Create(b_.getContext(), str("channels", channels), fn);
+      auto* other = llvm::BasicBlock::Create(b_.getContext(), "", fn);
+      b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(u, i64(channels)), code_.end()), fits), taken,
+                      other);
+      b_.SetInsertPoint(taken);
+      path(channels);
+      b_.SetInsertPoint(other);
+    };
+    if (wide > 1) block(wide, b_.CreateICmpULE(b_.CreateAdd(inGroup, i64(wide)), i64(og_)));
+    if (rest > 1)
+      code_.part(static_cast<double>(rest) / og_, [&] { block(rest, b_.CreateICmpEQ(inGroup, i64(og_ - rest))); });
+    code_.part(wide > 1 ? 0.0 : 1.0, [&] { path(1); });  // beside blocks, only at the ends of a range
+  });
 }
 
 // Channels [o0, o0 + channels) of image n over the whole plane, in blocks

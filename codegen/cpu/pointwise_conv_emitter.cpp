@@ -68,45 +68,28 @@ Expected<llvm::Function*> PointwiseEmitter::run() {
   for (int i = 0; i < t_.pointwisePixels * t_.pointwiseVectors; ++i) acc_.push_back(code_.accumulator());
 
   // One pass per block of channels: the widest whole-vector block the
-  // range and the image leave (ranges start and end on whole vectors).
-  llvm::LLVMContext& ctx = b_.getContext();
-  llvm::Function* fn = b_.GetInsertBlock()->getParent();
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx, "channels", fn);
-  auto* latch = llvm::BasicBlock::Create(ctx, "channels.next", fn);
-  auto* exit = llvm::BasicBlock::Create(ctx, "channels.end", fn);
-  b_.CreateCondBr(b_.CreateICmpSLT(code_.begin(), code_.end()), header, exit);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* u = b_.CreatePHI(b_.getInt64Ty(), 2, "u");
-  u->addIncoming(code_.begin(), pre);
-  Value* n = b_.CreateUDiv(u, i64(c_.o));
-  Value* o0 = b_.CreateURem(u, i64(c_.o));
-  Value* left = b_.CreateSub(code_.end(), u);
-  Value* inImage = b_.CreateSub(i64(c_.o), o0);
-  left = b_.CreateSelect(b_.CreateICmpSLT(left, inImage), left, inImage);
-  std::vector<std::pair<llvm::BasicBlock*, int64_t>> paths;
-  // (No block wider than the image's channels: its epilogue would reach
-  // past them.)
+  // range and the image leave (ranges start and end on whole vectors). No
+  // block is wider than the image's channels: its epilogue would reach past
+  // them.
   const int widest = static_cast<int>(std::min<int64_t>(t_.pointwiseVectors, c_.o / lanes_));
-  for (int v = widest; v >= 1; --v) {
-    const int64_t channels = int64_t{v} * lanes_;
-    auto* taken = llvm::BasicBlock::Create(ctx, str("vectors", v), fn);
-    auto* other = llvm::BasicBlock::Create(ctx, "", fn);
-    b_.CreateCondBr(v == 1 ? b_.getTrue() : b_.CreateICmpSGE(left, i64(channels)), taken, other);
-    b_.SetInsertPoint(taken);
-    code_.part(v == widest ? 1.0 : 0.0, [&] { emitChannels(n, o0, v); });
-    paths.emplace_back(b_.GetInsertBlock(), channels);
-    b_.CreateBr(latch);
-    b_.SetInsertPoint(other);
-  }
-  b_.CreateUnreachable();
-  b_.SetInsertPoint(latch);
-  llvm::PHINode* step = b_.CreatePHI(b_.getInt64Ty(), static_cast<unsigned>(paths.size()), "step");
-  for (const auto& [bb, channels] : paths) step->addIncoming(i64(channels), bb);
-  Value* next = b_.CreateAdd(u, step);
-  b_.CreateCondBr(b_.CreateICmpSLT(next, code_.end()), header, exit);
-  u->addIncoming(next, latch);
-  b_.SetInsertPoint(exit);
+  code_.unitSteps("channels", [&](Value* u, const std::function<void(int64_t)>& advance) {
+    Value* n = b_.CreateUDiv(u, i64(c_.o));
+    Value* o0 = b_.CreateURem(u, i64(c_.o));
+    Value* left = b_.CreateSub(code_.end(), u);
+    Value* inImage = b_.CreateSub(i64(c_.o), o0);
+    left = b_.CreateSelect(b_.CreateICmpSLT(left, inImage), left, inImage);
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    for (int v = widest; v >= 1; --v) {
+      const int64_t channels = int64_t{v} * lanes_;
+      auto* taken = llvm::BasicBlock::Create(b_.getContext(), str("vectors", v), fn);
+      auto* other = llvm::BasicBlock::Create(b_.getContext(), "", fn);
+      b_.CreateCondBr(v == 1 ? b_.getTrue() : b_.CreateICmpSGE(left, i64(channels)), taken, other);
+      b_.SetInsertPoint(taken);
+      code_.part(v == widest ? 1.0 : 0.0, [&] { emitChannels(n, o0, v); });
+      advance(channels);
+      b_.SetInsertPoint(other);
+    }
+  });
   KF_RETURN_IF_ERROR(status_);
   return code_.finish();
 }

@@ -101,6 +101,31 @@ void VectorCode::loopRange(Value* begin, Value* end, const char* name, const std
   b_.SetInsertPoint(exit);
 }
 
+void VectorCode::unitSteps(const char* name,
+                           const std::function<void(Value* u, const std::function<void(int64_t)>& advance)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, name, fn_);
+  auto* latch = llvm::BasicBlock::Create(ctx_, std::string(name) + ".next", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+  b_.CreateCondBr(b_.CreateICmpSLT(begin(), end()), header, exit);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* u = b_.CreatePHI(b_.getInt64Ty(), 2, "u");
+  u->addIncoming(begin(), pre);
+  std::vector<std::pair<llvm::BasicBlock*, int64_t>> paths;  // each path's last block and its step
+  body(u, [&](int64_t step) {
+    paths.emplace_back(b_.GetInsertBlock(), step);
+    b_.CreateBr(latch);
+  });
+  if (!b_.GetInsertBlock()->getTerminator()) b_.CreateUnreachable();
+  b_.SetInsertPoint(latch);
+  llvm::PHINode* step = b_.CreatePHI(b_.getInt64Ty(), static_cast<unsigned>(paths.size()), "step");
+  for (const auto& [bb, units] : paths) step->addIncoming(i64(units), bb);
+  Value* next = b_.CreateAdd(u, step);
+  b_.CreateCondBr(b_.CreateICmpSLT(next, end()), header, exit);
+  u->addIncoming(next, latch);
+  b_.SetInsertPoint(exit);
+}
+
 void VectorCode::when(Value* condition, const char* name, const std::function<void()>& body) {
   auto* then = llvm::BasicBlock::Create(ctx_, name, fn_);
   auto* after = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);

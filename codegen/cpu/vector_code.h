@@ -49,6 +49,12 @@ class VectorCode {
                  const std::function<void(llvm::Value*)>& body);
   // if (condition) body().
   void when(llvm::Value* condition, const char* name, const std::function<void()>& body);
+  // for (u = begin(); u < end(); u += step) over the function's work units,
+  // each iteration's step chosen by the path it takes: body(u, advance)
+  // emits the paths, and each ends by calling advance(step), which closes
+  // it (a path a condition leads past every other is left unreachable).
+  void unitSteps(const char* name,
+                 const std::function<void(llvm::Value* u, const std::function<void(int64_t)>& advance)>& body);
   // The function's range of work units.
   llvm::Value* begin() { return fn_->getArg(1); }
   llvm::Value* end() { return fn_->getArg(2); }
