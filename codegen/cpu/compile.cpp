@@ -19,6 +19,7 @@
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 
+#include "codegen/cpu/inline_math.h"
 #include "codegen/cpu/llvm_emitter.h"
 #include "ir/support/strings.h"
 
@@ -39,7 +40,8 @@ llvm::OptimizationLevel toLLVM(OptLevel level) {
 // in every variant the subtarget allows: LLVM 14's own LIBMVEC table lacks
 // tanh, erf, expm1 and log1p, and maps powf, whose vector form is off by up
 // to 33 ulp. Each of these is within 4 ulp of the exact result over all
-// floats (CpuElementwise.VectorMathIsWithinFourUlp).
+// floats (CpuElementwise.VectorMathIsWithinFourUlp). Where the subtarget
+// computes exponentials inline, emitFunctions has replaced them first.
 struct VectorFunction {
   const char* scalar;  // as the IR calls it
   const char* name;    // libmvec's base name
@@ -149,6 +151,7 @@ Expected<std::unique_ptr<llvm::Module>> emitFunctions(const CodeBatch& batch, ll
   }
   for (llvm::Function& fn : *module)
     if (fn.hasFnAttribute(kEpilogueAttribute)) forTarget(&fn);  // optimised on their own first
+  if (subtarget.inlineExp) inlineExponentials(*module);
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());

@@ -47,6 +47,12 @@ CpuJit::~CpuJit() = default;
 Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CpuTarget& target, const std::string& cacheDir) {
   initializeNativeTarget();
   KF_ASSIGN_OR_RETURN(CpuSubtarget subtarget, subtargetOf(target));
+  return create(std::move(subtarget), cacheDir);
+}
+
+Expected<std::unique_ptr<CpuJit>> CpuJit::create(CpuSubtarget subtarget, const std::string& cacheDir) {
+  initializeNativeTarget();
+  const CpuTarget target = subtarget.target;
   KF_RETURN_IF_ERROR(checkRunsHere(subtarget));
   auto tm = machineBuilder(target).createTargetMachine();
   if (!tm) return fromLLVM(tm.takeError(), "cannot create the host target machine");
@@ -201,7 +207,7 @@ Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptio
     if (cache_.enabled()) {
       keys[i] = ObjectCache::key({"kfuse cpu object", ObjectCache::codeGeneratorId(), LLVM_VERSION_STRING, t.triple,
                                   t.cpu, t.features, std::to_string(static_cast<int>(options.optLevel)),
-                                  units[i].description});
+                                  subtarget_.inlineExp ? "exp inline" : "exp called", units[i].description});
       if (auto entry = cache_.load(keys[i])) {
         if ((found[i] = parseEntry(*entry))) {
           ++hits;

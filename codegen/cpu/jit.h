@@ -65,6 +65,11 @@ class CpuJit {
   // `cacheDir`: the object cache's folder ("": none).
   static Expected<std::unique_ptr<CpuJit>> create(const CpuTarget& target,
                                                   const std::string& cacheDir = ObjectCache::defaultDir());
+  // A JIT whose code follows `subtarget`'s decisions (subtargetOf a target,
+  // or one a test changed to exercise a choice this machine would not make);
+  // refused where this machine lacks one of its features.
+  static Expected<std::unique_ptr<CpuJit>> create(CpuSubtarget subtarget,
+                                                  const std::string& cacheDir = ObjectCache::defaultDir());
   ~CpuJit();
   CpuJit(const CpuJit&) = delete;
   CpuJit& operator=(const CpuJit&) = delete;

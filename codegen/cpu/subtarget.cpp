@@ -98,6 +98,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
     // vector of a 7x7 plane (one pixel live of 16) costs half as much in 8
     // lanes; Intel's 512-bit units take either width at the same rate.
     s.conv.halveLastVector = true;
+    s.inlineExp = true;
     // 7 pixels x 3 vectors: 21 accumulators (a 7x7 plane in 7 blocks); 8 x
     // 3, 6 x 4 and 5 x 4 ran 1-10% slower in a hand-written kernel of the
     // same loops (Zen 4, ResNet-50's 2048 -> 512 channels over 7x7).

@@ -106,6 +106,13 @@ struct CpuSubtarget {
   unsigned preferVectorWidth = 0;
   // The libmvec variants the vectorizer may call (empty: libm only).
   std::vector<VectorMathVariant> vectorMath;
+  // Whether kernels compute f32 exponentials inline (inline_math.h) rather
+  // than call libmvec's: AVX-512. A SiLU took twice as long through
+  // libmvec's 16-lane expf (a call per vector, 36 cycles each on a Zen 4:
+  // EfficientNet-B0 12.64 -> 11.42 ms inline, MobileViT-xxs 13.18 -> 12.27);
+  // with AVX2's and SSE's, the calls were the faster (EfficientNet-B0 14.38
+  // against 14.75 ms inline in AVX2 code, 37.8 against 38.8 in SSE code).
+  bool inlineExp = false;
   ConvTiling conv;
   GemmTiling gemm;
   // Whether a strided first layer (few input channels: convPhasesPay,

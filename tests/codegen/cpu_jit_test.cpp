@@ -186,15 +186,19 @@ TEST(CpuJit, ColumnReductionsRunInColumnOrderAndVectorise) {
 
 // A row's float sum may be reassociated, so the loop vectorizer keeps one
 // partial sum per lane and the whole row vectorises, the exponentials of a
-// softmax included (and its maximum, on integer keys): they call glibc's vector math (libmvec) where the target
-// has it. The order is the compiled code's, so two runs give the same bits;
+// softmax included (libmvec's where the target calls it, else inline:
+// codegen/cpu/inline_math.h) and its maximum, on integer keys. The order is the compiled code's, so two runs give the same bits;
 // against the interpreter's left-to-right sum it differs by rounding.
 TEST(CpuJit, RowSumsVectoriseWithTheirExponentials) {
   Kernel softmax = softmaxKernel(32, 256, DType::F32);
   std::string ir = optimizedIR(softmax);
   EXPECT_NE(ir.find("fadd reassoc <"), std::string::npos) << "the row sum is not vectorised:\n" << ir;
   EXPECT_NE(ir.find("@llvm.smax.v"), std::string::npos) << "the row maximum is not vectorised:\n" << ir;
-  if (!sharedJit().subtarget().vectorMath.empty()) {
+  if (sharedJit().subtarget().inlineExp) {
+    for (const char* callee : {"@expf", "@_ZGV", "@llvm.exp."})
+      EXPECT_EQ(ir.find(callee), std::string::npos) << "the exponential calls " << callee << ":\n" << ir;
+    EXPECT_NE(ir.find("x float> @llvm.fmuladd"), std::string::npos) << "no vector exponential:\n" << ir;
+  } else if (!sharedJit().subtarget().vectorMath.empty()) {
     EXPECT_NE(ir.find("x float> @_ZGV"), std::string::npos) << "no vector exponential:\n" << ir;
   }
   EXPECT_TRUE(matchesInterpreter(softmax, Tolerance{1e-5, 1e-7}, 5, {-10, 10}));

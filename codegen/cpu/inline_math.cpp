@@ -1,0 +1,64 @@
+#include "codegen/cpu/inline_math.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace kfuse::cpu {
+
+using llvm::Value;
+
+// e^x = 2^n * e^r with n = round(x / ln 2) and |r| <= ln 2 / 2:
+//   - x is clamped to [-104, 89] first (compares are false for NaN, which
+//     passes): e^-104 rounds to 0 and e^89 past the largest float;
+//   - n comes from adding 1.5 * 2^23, which rounds x / ln 2 to an integer
+//     held in the sum's low mantissa bits (read back as an integer, so no
+//     float-to-int conversion, whose NaN is poison to LLVM);
+//   - r = x - n * ln 2 in two steps, ln 2's high part having few enough bits
+//     that n times it is exact;
+//   - e^r = 1 + r + c2 r^2 + ... + c6 r^6, a minimax fit (relative error
+//     3e-9 on the interval, fitted for this function);
+//   - 2^n as two powers 2^(n/2) (each a float's exponent field), so that
+//     results between the smallest normal float and 0 are rounded once.
+// Measured over all 2^32 inputs against exp in double: 0.91 ulp at most
+// with FMA, 1.17 without. libmvec's 16-lane expf took twice as long in a
+// SiLU (bench/README.md).
+Value* emitExpF32(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* f = x->getType();
+  llvm::Type* i = f->isVectorTy() ? llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(f))
+                                  : static_cast<llvm::Type*>(b.getInt32Ty());
+  auto fc = [&](double v) { return llvm::ConstantFP::get(f, v); };
+  auto ic = [&](int64_t v) { return llvm::ConstantInt::get(i, static_cast<uint64_t>(v), true); };
+  auto madd = [&](Value* a, Value* m, Value* c) { return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f}, {a, m, c}); };
+  x = b.CreateSelect(b.CreateFCmpOLT(x, fc(-104.0)), fc(-104.0), x);
+  x = b.CreateSelect(b.CreateFCmpOGT(x, fc(89.0)), fc(89.0), x);
+  constexpr double kRound = 12582912.0;  // 1.5 * 2^23, float bits 0x4B400000
+  Value* t = madd(x, fc(1.44269504088896341), fc(kRound));
+  Value* n = b.CreateFSub(t, fc(kRound));
+  Value* ni = b.CreateSub(b.CreateBitCast(t, i), ic(0x4B400000));
+  Value* r = madd(n, fc(-0.693145751953125), x);
+  r = madd(n, fc(-1.428606765330187045e-06), r);
+  static constexpr float kPoly[] = {1.381461043e-03f, 8.368710056e-03f, 4.166838899e-02f, 1.666652113e-01f,
+                                    4.999999404e-01f, 1.0f, 1.0f};
+  Value* p = fc(kPoly[0]);
+  for (size_t k = 1; k < std::size(kPoly); ++k) p = madd(p, r, fc(kPoly[k]));
+  Value* n1 = b.CreateAShr(ni, ic(1));
+  Value* n2 = b.CreateSub(ni, n1);
+  auto power = [&](Value* e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ic(127)), ic(23)), f); };
+  return b.CreateFMul(b.CreateFMul(p, power(n1)), power(n2));
+}
+
+void inlineExponentials(llvm::Module& module) {
+  // Declared only where a kernel computes one (LLVM 14 has no lookup that
+  // would not declare it).
+  llvm::Function* exp = module.getFunction("llvm.exp.f32");
+  if (!exp) return;
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::User* u : exp->users())
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
+  for (llvm::CallInst* call : calls) {
+    llvm::IRBuilder<> b(call);
+    call->replaceAllUsesWith(emitExpF32(b, call->getArgOperand(0)));
+    call->eraseFromParent();
+  }
+}
+
+}  // namespace kfuse::cpu
