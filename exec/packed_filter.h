@@ -1,7 +1,7 @@
 // 1x1 convolutions over small planes run on the cpu target with their
 // output channels across the vector lanes, reading a copy of the filter
-// transposed once (input channel major), instead of with pixels across the
-// lanes (codegen/cpu/conv_emitter.h). One rule, read by code generation,
+// packed once (below), instead of with pixels across the lanes
+// (codegen/cpu/conv_emitter.h). One rule, read by code generation,
 // packages and the runner, says which.
 //
 // Pixels across the lanes waste the lanes a plane leaves empty: a 7x7
@@ -52,9 +52,10 @@ inline constexpr int64_t kPackedFilterChannels = 16;
 // group, an OIHW filter, every tap live, output channels a multiple of
 // kPackedFilterChannels, and planes of at most kPackedFilterMaxPixels
 // (more than kPackedFilterSmallPixels from kPackedFilterMinChannels input
-// channels on) that fill three quarters of the 16-lane vectors they would take: such a
-// convolution runs directly whatever the CPU's lanes (codegen/cpu's
-// directConvFits), so which steps pack their filter is the plan's alone.
+// channels on) that fill three quarters of the 16-lane vectors they would
+// take: such a convolution runs directly whatever the CPU's lanes
+// (codegen/cpu's directConvFits), so which steps pack their filter is the
+// plan's alone.
 bool packedFilterShape(const ConvSpec& c);
 
 // Whether Conv step `step` of `plan` does, when it runs as a direct
