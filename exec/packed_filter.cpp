@@ -1,14 +1,16 @@
 #include "exec/packed_filter.h"
 
+#include "ir/ops/window.h"
+
 namespace kfuse {
 
 bool packedFilterShape(const ConvSpec& c) {
-  const int64_t pixels = c.oh * c.ow, lanes = kPackedFilterChannels;
-  const bool fills = pixels >= lanes && 4 * pixels >= 3 * ((pixels + lanes - 1) / lanes * lanes);
+  const int64_t pixels = c.oh * c.ow;
+  const bool fewChannels = pixels > kPackedFilterSmallPixels && c.c < kPackedFilterMinChannels;
   return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast && c.pointwise() &&
          c.groups == 1 && c.liveTaps.empty() && c.o % kPackedFilterChannels == 0 && c.o > 0 && c.c > 0 &&
-         c.n > 0 && pixels <= kPackedFilterMaxPixels && (pixels <= kPackedFilterSmallPixels || c.c >= kPackedFilterMinChannels) &&
-         fills;
+         c.n > 0 && pixels <= kPackedFilterMaxPixels && !fewChannels &&
+         ops::directConvPlaneFills(pixels, kPackedFilterChannels);
 }
 
 bool packedFilterFits(const Plan& plan, size_t step) {

@@ -33,12 +33,8 @@ inline bool directConvComputes(bool channelsLast, int64_t strideW) {
 // 55-pixel fire layers 1.20x and its 111-pixel stride-2 first layer 1.04x,
 // where 54 ran 0.99x and 51 and 53 0.94-0.98x (conv_layout_bench
 // --cpu=haswell --probes, 64 channels, planes too large to be taken whole).
-// Whether `pixels` fill at least three quarters of the `lanes`-wide
-// vectors they take.
-inline bool fillsThreeQuarters(int64_t pixels, int64_t lanes) {
-  const int64_t taken = (pixels + lanes - 1) / lanes * lanes;
-  return 4 * pixels >= 3 * taken;
-}
+// (ops::fillsThreeQuarters, beside the whole-plane rule.)
+using ops::fillsThreeQuarters;
 
 inline bool directConvRowsFill(int64_t ow, int64_t lanes, bool partialVectors) {
   if (ow <= lanes || lanes < 1) return false;
@@ -63,14 +59,9 @@ inline bool convPhasesPay(int64_t channels, int64_t stride) {
   return stride >= 2 && channels * stride * stride <= 16;
 }
 
-// Whole planes (ops::convWholePlanes) pay where the plane takes more than
-// one vector's worth of lanes, or exactly one, and fills three quarters of
-// the lanes it takes (a
-// 2x2 plane in 8 lanes would waste half of them; im2col + GEMM batches such
-// planes over images instead).
-inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
-  return lanes >= 1 && pixels >= lanes && fillsThreeQuarters(pixels, lanes);
-}
+// Whole planes pay where they fill their vectors (ops::directConvPlaneFills,
+// beside ops::convWholePlanes).
+using ops::directConvPlaneFills;
 
 // A convolution strided by s in both axes over more channels, or grouped
 // (depthwise too: each group's channels' phases stay in the group), runs

@@ -111,4 +111,21 @@ inline bool convWholePlanes(int64_t strideH, int64_t strideW, int64_t oh, int64_
   return strideH == 1 && strideW == 1 && ow == wd && oh * ow <= most;
 }
 
+// Whether `pixels` fill at least three quarters of the `lanes`-wide
+// vectors they take.
+inline bool fillsThreeQuarters(int64_t pixels, int64_t lanes) {
+  const int64_t taken = (pixels + lanes - 1) / lanes * lanes;
+  return 4 * pixels >= 3 * taken;
+}
+
+// Whole planes pay where the plane takes more than one vector's worth of
+// lanes, or exactly one, and fills three quarters of the lanes it takes (a
+// 2x2 plane in 8 lanes would waste half of them; im2col + GEMM batches such
+// planes over images instead). The cpu target's direct convolutions
+// (passes/direct_conv.h) and its packed filters (exec/packed_filter.h) read
+// it.
+inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
+  return lanes >= 1 && pixels >= lanes && fillsThreeQuarters(pixels, lanes);
+}
+
 }  // namespace kfuse::ops
