@@ -14,6 +14,15 @@
 
 namespace kfuse::cpu {
 
+// The buffers of a direct convolution's ABI (conv_emitter.h): x, w (the
+// packed copy where conv.packedFilter), the bias (null without one), y,
+// then the epilogue's, as byte pointers.
+struct ConvArguments {
+  llvm::Value *x = nullptr, *w = nullptr, *bias = nullptr, *y = nullptr;
+  std::vector<llvm::Value*> epilogue;
+};
+ConvArguments convArguments(VectorCode& code, const DirectConv& conv);
+
 // Calls conv's epilogue (exec/conv_epilogue.h) over output channels
 // [o0, o0 + channels) of image n, rows [oy, oy + rows): the kernel cut to
 // the block (one function per block shape, inlined), called with each of

@@ -157,13 +157,8 @@ Value* ConvEmitter::weightIndex(const WeightRow& row, int co, int64_t kx) {
 }
 
 Expected<llvm::Function*> ConvEmitter::run() {
-  x_ = code_.floatBuffer(0, "x");
-  w_ = code_.floatBuffer(1, "w");
-  if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
-  y_ = code_.floatBuffer(3, "y");
-  if (conv_.epilogue)
-    for (size_t i = 0; i < conv_.epilogue->buffers.size(); ++i)
-      epilogueBuffers_.push_back(code_.byteBuffer(static_cast<int>(4 + i), conv_.epilogue->buffers[i].name.c_str()));
+  ConvArguments a = convArguments(code_, conv_);
+  x_ = a.x, w_ = a.w, bias_ = a.bias, y_ = a.y, epilogueBuffers_ = std::move(a.epilogue);
   for (int i = 0; i < t_.channels * t_.vectors; ++i) acc_.push_back(code_.accumulator());
   if (c_.wholePlanes()) {
     planInteriorBlocks();
@@ -620,6 +615,18 @@ Value* ConvEmitter::loadInputs(Value* rowStart, Value* ox0, int p, int64_t first
 }
 
 }  // namespace
+
+ConvArguments convArguments(VectorCode& code, const DirectConv& conv) {
+  ConvArguments a;
+  a.x = code.floatBuffer(0, "x");
+  a.w = code.floatBuffer(1, conv.packedFilter ? "w_packed" : "w");
+  if (conv.spec.bias >= 0) a.bias = code.floatBuffer(2, "bias");
+  a.y = code.floatBuffer(3, "y");
+  if (conv.epilogue)
+    for (size_t i = 0; i < conv.epilogue->buffers.size(); ++i)
+      a.epilogue.push_back(code.byteBuffer(static_cast<int>(4 + i), conv.epilogue->buffers[i].name.c_str()));
+  return a;
+}
 
 Status callConvEpilogue(VectorCode& code, const DirectConv& conv, const std::vector<Value*>& buffers, Value* n,
                         Value* o0, Value* oy, int64_t channels, int64_t rows) {

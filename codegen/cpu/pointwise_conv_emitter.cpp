@@ -58,13 +58,8 @@ class PointwiseEmitter {
 };
 
 Expected<llvm::Function*> PointwiseEmitter::run() {
-  x_ = code_.floatBuffer(0, "x");
-  w_ = code_.floatBuffer(1, "w_packed");
-  if (c_.bias >= 0) bias_ = code_.floatBuffer(2, "bias");
-  y_ = code_.floatBuffer(3, "y");
-  if (conv_.epilogue)
-    for (size_t i = 0; i < conv_.epilogue->buffers.size(); ++i)
-      epilogueBuffers_.push_back(code_.byteBuffer(static_cast<int>(4 + i), conv_.epilogue->buffers[i].name.c_str()));
+  ConvArguments a = convArguments(code_, conv_);
+  x_ = a.x, w_ = a.w, bias_ = a.bias, y_ = a.y, epilogueBuffers_ = std::move(a.epilogue);
   for (int i = 0; i < t_.pointwisePixels * t_.pointwiseVectors; ++i) acc_.push_back(code_.accumulator());
 
   // One pass per block of channels: the widest whole-vector block the
