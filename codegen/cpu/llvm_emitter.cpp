@@ -96,6 +96,7 @@ class KernelEmitter final : public kernel::KernelWalk<Value*> {
 
   Point origin();
   Value* elementPtr(const Point& p, size_t access, int buffer);
+  Value* withBase(const Point& p, size_t access);
   Value* keptElement(const Point& p);
   // for (iv = begin; iv < end; ++iv); begin and end null: 0 and extent.
   // Whether LLVM may unroll a loop: freely, never, or only before the
@@ -253,7 +254,7 @@ Value* KernelEmitter::gatheredPtr(const Point& p, size_t a, int buffer, const ke
   Value* rowOffset = b_.CreateMul(row, b_.getInt64(static_cast<uint64_t>(g.stride)), "", false, true);
   DType t = k_.buffers[static_cast<size_t>(buffer)].type.dtype;
   return b_.CreateInBoundsGEP(storageTypeOf(ctx_, t), buffers_[static_cast<size_t>(buffer)],
-                              b_.CreateAdd(p.offsets[a], rowOffset, "", false, true));
+                              b_.CreateAdd(withBase(p, a), rowOffset, "", false, true));
 }
 
 Value* KernelEmitter::gatheredValue(const Point& p, size_t i, Value* index) {
@@ -275,7 +276,19 @@ void KernelEmitter::scatterValue(const Point& p, size_t s, Value* v, Value* inde
 
 Value* KernelEmitter::elementPtr(const Point& p, size_t access, int buffer) {
   llvm::Type* t = storageTypeOf(ctx_, k_.buffers[static_cast<size_t>(buffer)].type.dtype);
-  return b_.CreateInBoundsGEP(t, buffers_[static_cast<size_t>(buffer)], p.offsets[access]);
+  return b_.CreateInBoundsGEP(t, buffers_[static_cast<size_t>(buffer)], withBase(p, access));
+}
+
+// The access's offset at `p`: its map's constant added last. Added first,
+// where the loops' offsets start, instcombine moved it out of the sums and
+// dropped their nsw, and LLVM's vectorizer, unable to prove that a stride-2
+// access does not wrap, read SqueezeNet's max-pool windows at odd offsets
+// (x[2j + 111]) by gathers: 246 us for its first pool, 167 with this order.
+Value* KernelEmitter::withBase(const Point& p, size_t access) {
+  const int64_t base = access < k_.loads.size() ? k_.loads[access].map.base
+                                                : k_.stores[access - k_.loads.size()].map.base;
+  if (base == 0) return p.offsets[access];
+  return b_.CreateAdd(p.offsets[access], b_.getInt64(static_cast<uint64_t>(base)), "", false, true);
 }
 
 void KernelEmitter::storeValue(const Point& p, size_t s, Value* v) {
@@ -295,8 +308,8 @@ llvm::AllocaInst* KernelEmitter::slot(llvm::Type* t, const char* name, int64_t c
 
 Point KernelEmitter::origin() {
   Point p;
-  for (const auto& l : k_.loads) p.offsets.push_back(b_.getInt64(static_cast<uint64_t>(l.map.base)));
-  for (const auto& s : k_.stores) p.offsets.push_back(b_.getInt64(static_cast<uint64_t>(s.map.base)));
+  // Each access's constant is added where it is read (withBase).
+  p.offsets.assign(k_.loads.size() + k_.stores.size(), b_.getInt64(0));
   p.index.assign(k_.numDims(), b_.getInt64(0));
   return p;
 }
