@@ -41,8 +41,7 @@ class InterpreterExecutor : public Executor {
 // kernels, matmuls GEMM steps) and runs it on the CPU.
 class CpuExecutor : public Executor {
  public:
-  CpuExecutor(const ExecutionOptions& opts, ConvWorkspacePolicy convWorkspace)
-      : opts_(opts), convWorkspace_(std::move(convWorkspace)) {}
+  CpuExecutor(const ExecutionOptions& opts, CpuConvPolicies policies) : opts_(opts), policies_(std::move(policies)) {}
   std::string_view target() const override { return "cpu"; }
   Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) override {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
@@ -89,7 +88,7 @@ class CpuExecutor : public Executor {
   Expected<CpuRunner*> runnerFor(const Graph& fn) {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, convWorkspace_}));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, policies_.workspace, policies_.packFilters}));
     KF_ASSIGN_OR_RETURN(CpuFunctions compiled, compile(plan));
     CpuRunnerOptions ro;
     ro.poison = opts_.poison;
@@ -130,7 +129,7 @@ class CpuExecutor : public Executor {
 #endif
 
   ExecutionOptions opts_;
-  ConvWorkspacePolicy convWorkspace_;  // the subtarget's: the JIT's tiling decides which convolutions run directly
+  CpuConvPolicies policies_;  // the subtarget's: the JIT's tiling decides which convolutions run directly, and how
   std::map<const Graph*, std::unique_ptr<CpuRunner>> runners_;
 };
 
@@ -214,13 +213,13 @@ Expected<DeviceBytes> cudaDeviceBytes(const Plan& plan) {
 
 }  // namespace
 
-Expected<ConvWorkspacePolicy> cpuConvWorkspace(std::string_view cpu) {
+Expected<CpuConvPolicies> cpuConvPolicies(std::string_view cpu) {
 #if KFUSE_HAS_LLVM_JIT
   KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(cpu));
-  return cpu::im2colWorkspaces(subtarget.conv);
+  return CpuConvPolicies{cpu::im2colWorkspaces(subtarget.conv), cpu::packedFilterPolicy(subtarget.conv)};
 #else
   if (!cpu.empty() && cpu != "native") return Error(str("--cpu=", cpu, " needs the LLVM backend, which this kfuse lacks"));
-  return ConvWorkspacePolicy{};
+  return CpuConvPolicies{};
 #endif
 }
 
@@ -256,10 +255,11 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   std::string fused = o.fuse ? str(prepare, ",pool-expand,fuse,dce") : prepare;
   if (target == "interpreter") return Backend{"interpreter", "", prepare, {}, {}, {}};
   if (target == "cpu") {
-    KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(o.cpu));
+    KF_ASSIGN_OR_RETURN(CpuConvPolicies policies, cpuConvPolicies(o.cpu));
     auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
     auto deviceBytes = [threads = o.threads](const Plan& plan) { return cpuDeviceBytes(plan, threads); };
-    return Backend{"cpu", o.cpu, fused, kernel::checkGroup, source, deviceBytes, std::move(convWorkspace)};
+    return Backend{"cpu",          o.cpu, fused, kernel::checkGroup, source, deviceBytes, std::move(policies.workspace),
+                   std::move(policies.packFilters)};
   }
 #if KFUSE_HAS_CUDA
   if (target == "cuda")
@@ -287,12 +287,12 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
   if (target == "cpu") {
     // The CPU is checked here, before anything compiles: an unknown name,
     // or one whose features this machine lacks, fails at once.
-    KF_ASSIGN_OR_RETURN(ConvWorkspacePolicy convWorkspace, cpuConvWorkspace(opts.cpu));
+    KF_ASSIGN_OR_RETURN(CpuConvPolicies policies, cpuConvPolicies(opts.cpu));
 #if KFUSE_HAS_LLVM_JIT
     KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(opts.cpu));
     KF_RETURN_IF_ERROR(cpu::checkRunsHere(subtarget));
 #endif
-    return std::unique_ptr<Executor>(new CpuExecutor(opts, std::move(convWorkspace)));
+    return std::unique_ptr<Executor>(new CpuExecutor(opts, std::move(policies)));
   }
 #if KFUSE_HAS_CUDA
   if (target == "cuda") {

@@ -48,9 +48,11 @@ struct Backend {
   std::function<Expected<DeviceBytes>(const Plan&)> deviceBytes;
   // Which convolutions need an im2col workspace in this target's plans.
   ConvWorkspacePolicy convWorkspace;
+  // Which convolutions read their filter packed (exec/packed_filter.h).
+  PackedFilterPolicy packFilters;
 
   // How this target's plans are built.
-  PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace}; }
+  PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace, packFilters}; }
 };
 
 // What the cpu target allocates to run `plan` on `threads` threads (0: one
@@ -59,10 +61,15 @@ struct Backend {
 // matrices for their second and later ranges of work (runtime/cpu_conv.h).
 Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan, int threads = 0);
 
-// The cpu target's policy for CPU `cpu` (as BackendOptions::cpu): a
+// The cpu target's policies for CPU `cpu` (as BackendOptions::cpu): a
 // workspace for the convolutions that get no generated direct convolution
-// (all of them without LLVM). Errors name an unknown CPU.
-Expected<ConvWorkspacePolicy> cpuConvWorkspace(std::string_view cpu);
+// (all of them without LLVM), and which read their filter packed (none
+// without LLVM). Errors name an unknown CPU.
+struct CpuConvPolicies {
+  ConvWorkspacePolicy workspace;
+  PackedFilterPolicy packFilters;
+};
+Expected<CpuConvPolicies> cpuConvPolicies(std::string_view cpu);
 
 // Without fusion (`fuse` false) every node is its own launch. Errors name
 // an unknown target, layout mode or CPU.

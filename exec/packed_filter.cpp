@@ -6,20 +6,36 @@ namespace kfuse {
 
 bool packedFilterShape(const ConvSpec& c) {
   const int64_t pixels = c.oh * c.ow;
-  const bool fewChannels = pixels > kPackedFilterSmallPixels && c.c < kPackedFilterMinChannels;
-  return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast && c.pointwise() &&
-         c.groups == 1 && c.liveTaps.empty() && c.o % kPackedFilterChannels == 0 && c.o > 0 && c.c > 0 &&
-         c.n > 0 && pixels <= kPackedFilterMaxPixels && !fewChannels &&
-         ops::directConvPlaneFills(pixels, kPackedFilterChannels);
+  const bool fewChannels = pixels > kPackedFilterSmallPixels && c.c * c.kh * c.kw < kPackedFilterMinChannels;
+  // Taps over a plane taken whole: at stride 1 and as wide as its input,
+  // every tap of every output pixel reads an input row of the plane or
+  // none (the code skips those).
+  const bool tapsOverWholePlanes = c.wholePlanes() && c.dilH == 1 && c.dilW == 1;
+  return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast &&
+         (c.pointwise() || tapsOverWholePlanes) && c.groups == 1 && (c.liveTaps.empty() || !c.pointwise()) &&
+         c.o % kPackedFilterChannels == 0 && c.o > 0 && c.c > 0 && c.n > 0 && pixels <= kPackedFilterMaxPixels &&
+         !fewChannels && ops::directConvPlaneFills(pixels, kPackedFilterChannels);
 }
 
-bool packedFilterFits(const Plan& plan, size_t step) {
+bool packedFilterAllowed(const Plan& plan, size_t step) {
   if (step >= plan.steps.size() || plan.steps[step].kind() != StepKind::Conv) return false;
   const ConvSpec& c = plan.steps[step].conv();
   if (!packedFilterShape(c)) return false;
   for (int b : {c.x, c.w, c.y, c.bias})
     if (b >= 0 && plan.buffers[static_cast<size_t>(b)].type.dtype != DType::F32) return false;
   return c.x >= 0 && c.w >= 0 && c.y >= 0 && readOnlyWhileRunning(plan, c.w);
+}
+
+bool packedFilterFits(const Plan& plan, size_t step) {
+  return packedFilterAllowed(plan, step) && plan.steps[step].conv().packedFilter;
+}
+
+void markPackedFilters(Plan& plan, const PackedFilterPolicy& policy) {
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (plan.steps[s].kind() == StepKind::Conv) {
+      const bool pack = policy && packedFilterAllowed(plan, s) && policy(plan.steps[s].conv());
+      plan.steps[s].conv().packedFilter = pack;
+    }
 }
 
 std::vector<size_t> packedFilterSteps(const Plan& plan) {
@@ -29,7 +45,7 @@ std::vector<size_t> packedFilterSteps(const Plan& plan) {
   return out;
 }
 
-int64_t packedFilterElements(const ConvSpec& c) { return c.o * c.c; }
+int64_t packedFilterElements(const ConvSpec& c) { return c.o * packedFilterRows(c); }
 
 uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps) {
   uint64_t bytes = 0;
@@ -38,8 +54,9 @@ uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps) {
 }
 
 void packFilter(const ConvSpec& c, const float* w, float* out) {
+  const int64_t rows = packedFilterRows(c);
   for (int64_t o = 0; o < c.o; ++o)
-    for (int64_t ci = 0; ci < c.c; ++ci) out[packedFilterIndex(c, o, ci)] = w[o * c.c + ci];
+    for (int64_t k = 0; k < rows; ++k) out[packedFilterIndex(c, o, k)] = w[o * rows + k];
 }
 
 }  // namespace kfuse

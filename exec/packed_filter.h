@@ -1,8 +1,11 @@
-// 1x1 convolutions over small planes run on the cpu target with their
-// output channels across the vector lanes, reading a copy of the filter
-// packed once (below), instead of with pixels across the lanes
-// (codegen/cpu/conv_emitter.h). One rule, read by code generation,
-// packages and the runner, says which.
+// Convolutions over small planes run on the cpu target with their output
+// channels across the vector lanes, reading a copy of the filter packed
+// once (below), instead of with pixels across the lanes
+// (codegen/cpu/conv_emitter.h): 1x1 ones, and where the CPU's tiling says,
+// taps over whole planes (a "same" 3x3; a strided layer over its input's
+// phases). The rule below says which may; the target's policy which do,
+// when the plan is built, marking them in the plan (ConvSpec::packedFilter)
+// for code generation, packages and the runner to read.
 //
 // Pixels across the lanes waste the lanes a plane leaves empty: a 7x7
 // plane takes four 16-lane vectors for 49 pixels, and a block of them
@@ -14,24 +17,26 @@
 // pixels across the lanes (73-86 GFLOP/s), 0.99-1.07 with channels (Zen 4,
 // one thread, docs/fusion.md).
 //
-// The copy: w (O x C, OIHW of a 1x1 filter) as panels of
-// kPackedFilterChannels output channels, panel after panel, each C rows
-// (input channels) of kPackedFilterChannels contiguous floats: a block's
-// vector of output channels is one load per input channel, and its loads
-// run through memory in order. (Rows of all O channels put a block's
+// The copy: w (OIHW) as panels of kPackedFilterChannels output channels,
+// panel after panel, each C x kh x kw rows (input channel, then tap) of
+// kPackedFilterChannels contiguous floats: a block's vector of output
+// channels is one load per input channel and tap, and its loads run
+// through memory in order. (Rows of all O channels put a block's
 // consecutive loads O floats apart: 8 KB for 2048 channels, one set of the
 // first-level cache for all of them.)
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "exec/plan.h"
 
 namespace kfuse {
 
-// Planes of at most this many pixels (14x14), and at least this many input
-// channels where a plane takes more than kPackedFilterSmallPixels (8x8). A
+// Planes of at most this many pixels (14x14), and at least this many filter
+// rows (input channels x taps) where a plane takes more than
+// kPackedFilterSmallPixels (8x8). A
 // block's sums reach the output planes by scatters, one per vector of
 // channels per pixel, whose cost the input channels pay for: over 14x14,
 // MobileNetV2's 1x1 layers from 64 and 96 channels ran 10-25% slower
@@ -47,37 +52,53 @@ inline constexpr int64_t kPackedFilterMinChannels = 256;
 // directConvWork): every block is whole vectors.
 inline constexpr int64_t kPackedFilterChannels = 16;
 
-// Whether convolution `c`'s shape runs with a packed filter: a forward NCHW
-// 1x1 convolution at stride 1 without padding (ConvSpec::pointwise), one
-// group, an OIHW filter, every tap live, output channels a multiple of
+// Whether convolution `c`'s shape may run with a packed filter: a forward
+// NCHW 1x1 convolution at stride 1 without padding (ConvSpec::pointwise),
+// every tap live, or one with taps over whole planes without dilation
+// (ConvSpec::wholePlanes: stride 1, rows as wide as the input's), one
+// group, an OIHW filter, output channels a multiple of
 // kPackedFilterChannels, and planes of at most kPackedFilterMaxPixels
-// (more than kPackedFilterSmallPixels from kPackedFilterMinChannels input
-// channels on) that fill three quarters of the 16-lane vectors they would
+// (more than kPackedFilterSmallPixels from kPackedFilterMinChannels filter
+// rows on) that fill three quarters of the 16-lane vectors they would
 // take: such a convolution runs directly whatever the CPU's lanes
-// (codegen/cpu's directConvFits), so which steps pack their filter is the
-// plan's alone.
+// (codegen/cpu's directConvFits), whichever form its plan marks.
 bool packedFilterShape(const ConvSpec& c);
 
-// Whether Conv step `step` of `plan` does, when it runs as a direct
-// convolution: packedFilterShape, f32 operands, and a filter that no step
-// of the plan writes (a constant, or an inference plan's parameter; a
-// training step's weights keep the other form).
+// Whether Conv step `step` of `plan` may read its filter packed:
+// packedFilterShape, f32 operands, and a filter that no step of the plan
+// writes (a constant, or an inference plan's parameter; a training step's
+// weights keep the other form).
+bool packedFilterAllowed(const Plan& plan, size_t step);
+
+// Whether it does: allowed, and marked so (ConvSpec::packedFilter) when the
+// plan was built. Read by code generation, packages and the runner.
 bool packedFilterFits(const Plan& plan, size_t step);
 
 // The Conv steps of `plan` that packedFilterFits, in step order.
 std::vector<size_t> packedFilterSteps(const Plan& plan);
+
+// Which of the allowed convolutions a target packs (the cpu target's
+// codegen/cpu/conv_emitter.h: packedFilterPolicy, per CPU); null: none.
+using PackedFilterPolicy = std::function<bool(const ConvSpec&)>;
+
+// Marks the Conv steps of `plan` that are allowed and that `policy` packs
+// (ConvSpec::packedFilter), and unmarks the others.
+void markPackedFilters(Plan& plan, const PackedFilterPolicy& policy);
 
 // Floats the packed copy of the filter takes, and the bytes a runner
 // allocates for the copies of `steps`.
 int64_t packedFilterElements(const ConvSpec& c);
 uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps);
 
-// Where filter value (o, ci) lies in the packed copy.
-inline int64_t packedFilterIndex(const ConvSpec& c, int64_t o, int64_t ci) {
-  return (o / kPackedFilterChannels * c.c + ci) * kPackedFilterChannels + o % kPackedFilterChannels;
+// A panel's rows: one per input channel and tap, (ci * kh + ky) * kw + kx.
+inline int64_t packedFilterRows(const ConvSpec& c) { return c.c * c.kh * c.kw; }
+
+// Where filter value (o, row) lies in the packed copy.
+inline int64_t packedFilterIndex(const ConvSpec& c, int64_t o, int64_t row) {
+  return (o / kPackedFilterChannels * packedFilterRows(c) + row) * kPackedFilterChannels + o % kPackedFilterChannels;
 }
 
-// Packs w (OIHW, O x C) into `out` (packedFilterElements floats).
+// Packs w (OIHW) into `out` (packedFilterElements floats).
 void packFilter(const ConvSpec& c, const float* w, float* out);
 
 }  // namespace kfuse

@@ -106,6 +106,10 @@ struct ConvSpec {
   // livePeriod(), tap ky * kw + kx), 0 where the filter is zero for every
   // output channel; empty: every tap may be nonzero. Code may skip the 0s.
   std::vector<int64_t> liveTaps;
+  // The cpu target reads w as a packed copy (exec/packed_filter.h), output
+  // channels across the lanes: decided when the plan was built, for the
+  // CPU its code is for (PlanOptions::packFilters).
+  bool packedFilter = false;
 
   int64_t livePeriod() const { return liveTaps.empty() ? 1 : static_cast<int64_t>(liveTaps.size()) / (kh * kw); }
   bool liveTap(int64_t ci, int64_t ky, int64_t kx) const {

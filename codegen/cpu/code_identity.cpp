@@ -11,7 +11,7 @@ namespace {
 std::string describeTiling(const ConvTiling& t) {
   return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes, " ",
              t.denseVectors, " ", t.denseChannels, " ", t.halveLastVector, " ", t.pointwisePixels, " ",
-             t.pointwiseVectors);
+             t.pointwiseVectors, " ", t.packedTaps);
 }
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }

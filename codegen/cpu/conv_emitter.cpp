@@ -663,6 +663,10 @@ std::function<bool(const ConvSpec&, DType)> im2colWorkspaces(const ConvTiling& t
   return [t](const ConvSpec& c, DType dt) { return !directConvFits(c, dt, t); };
 }
 
+PackedFilterPolicy packedFilterPolicy(const ConvTiling& t) {
+  return [t](const ConvSpec& c) { return c.pointwise() || t.packedTaps; };
+}
+
 std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t) {
   std::vector<size_t> out;
   for (size_t s = 0; s < plan.steps.size(); ++s) {

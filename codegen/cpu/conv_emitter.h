@@ -52,6 +52,7 @@
 #include "codegen/cpu/subtarget.h"
 #include "exec/conv_epilogue.h"
 #include "ir/support/expected.h"
+#include "exec/packed_filter.h"
 #include "exec/plan.h"
 
 namespace kfuse::cpu {
@@ -69,6 +70,11 @@ bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t);
 // fit `t` an im2col workspace (codegen/plan/plan_builder.h's
 // ConvWorkspacePolicy).
 std::function<bool(const ConvSpec&, DType)> im2colWorkspaces(const ConvTiling& t);
+
+// The plan-building policy that packs the filters of the convolutions `t`
+// runs faster so (exec/packed_filter.h's PackedFilterPolicy): 1x1 ones
+// always, those with taps where ConvTiling::packedTaps.
+PackedFilterPolicy packedFilterPolicy(const ConvTiling& t);
 
 // The Conv steps of `plan` that directConvFits, in step order.
 std::vector<size_t> directConvSteps(const Plan& plan, const ConvTiling& t);

@@ -60,11 +60,15 @@ struct ConvTiling {
   // the lanes, which cost half as much where the wide ones are split in two
   // (codegen/cpu/subtarget.cpp says where).
   bool halveLastVector = false;
-  // A 1x1 convolution with a packed filter (exec/packed_filter.h), output
-  // channels across the lanes: blocks of pointwisePixels pixels x
+  // A convolution with a packed filter (exec/packed_filter.h), output
+  // channels across the lanes: blocks of pointwisePixels pixels (of the
+  // flattened plane for a 1x1 filter, of a row with taps) x
   // pointwiseVectors vectors of channels.
   int pointwisePixels = 4;
   int pointwiseVectors = 3;
+  // Whether convolutions with taps pack their filter too, not only 1x1
+  // ones (packedFilterPolicy).
+  bool packedTaps = false;
   // The block for a convolution of `groups` groups and `taps` taps, over
   // whole planes or rows, over its input's phases (live taps) or not.
   ConvTiling forConv(int64_t groups, int64_t taps, bool wholePlanes, bool phases) const {

@@ -422,6 +422,7 @@ Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts) {
   KF_ASSIGN_OR_RETURN(Plan plan, lowerToPlan(g, opts));
   KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(standardPlanPipeline(opts.inplace)));
   for (const auto& pass : passes) KF_RETURN_IF_ERROR(pass->run(plan, PassContext{}).status());
+  markPackedFilters(plan, opts.packFilters);
   return plan;
 }
 

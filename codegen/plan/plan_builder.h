@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "ir/graph.h"
+#include "exec/packed_filter.h"
 #include "exec/plan.h"
 
 namespace kfuse {
@@ -30,6 +31,10 @@ struct PlanOptions {
   // (Backend::convWorkspace): the cpu target's direct convolutions and the
   // cuda target's convolutions do not.
   ConvWorkspacePolicy convWorkspace;
+  // Which convolutions read their filter packed (exec/packed_filter.h's
+  // markPackedFilters, run last by buildPlan); null: none. The cpu target's
+  // says per CPU (Backend::packFilters).
+  PackedFilterPolicy packFilters;
 };
 
 // `lower`: the plan of `g` before any plan pass (codegen/plan/plan_pass.h):

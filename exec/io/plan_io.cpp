@@ -14,6 +14,7 @@
 #include "ir/support/strings.h"
 #include "exec/io/json_read.h"
 #include "exec/io/kernel_io.h"
+#include "exec/packed_filter.h"
 
 namespace kfuse {
 namespace {
@@ -82,6 +83,7 @@ ojson writeConv(const ConvSpec& c) {
                {"channelsLast", c.channelsLast},
                {"filterLast", c.filterLast}};
   if (!c.liveTaps.empty()) o["liveTaps"] = c.liveTaps;  // absent: every tap live (older packages too)
+  if (c.packedFilter) o["packedFilter"] = true;           // absent: the filter as it is (older packages too)
   return o;
 }
 
@@ -393,6 +395,11 @@ class PlanReader {
       }
       if (c.c % c.groups != 0 || c.o % c.groups != 0)
         fail(str(c.c, " channels in, ", c.o, " out do not split into ", c.groups, " groups"));
+      if (o.contains("packedFilter")) {
+        c.packedFilter = boolAt(o, "packedFilter");
+        if (c.packedFilter && !packedFilterShape(c))
+          fail("packedFilter on a convolution that has no form with a packed filter (exec/packed_filter.h)");
+      }
       DType dt = typeOf(c.y).dtype;
       for (int b : {c.x, c.w, c.bias})
         if (b >= 0 && typeOf(b).dtype != dt)

@@ -57,12 +57,17 @@ namespace kfuse::package {
 // convolutions with a constant filter over a packed copy of it, output
 // channels across the lanes (exec/packed_filter.h), and lists them
 // (packed_filters): an older package with a direct convolution this kfuse
-// would pass a packed filter is refused.
-inline constexpr uint32_t kFormatVersion = 11;
+// would pass a packed filter is refused; format 12 marks them in the plan
+// (ConvSpec::packedFilter, decided per CPU when the plan was built: taps
+// too where the CPU's tiling says), still listing them: format 11's list
+// marks its plans' steps when read, and older packages, which pack none,
+// run as compiled.
+inline constexpr uint32_t kFormatVersion = 12;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;
 inline constexpr uint32_t kLargeWholePlanesFormatVersion = 9;
+inline constexpr uint32_t kMarkedPackedFiltersFormatVersion = 12;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

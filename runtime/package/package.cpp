@@ -168,16 +168,23 @@ Status epilogueAgrees(const PackageFunction& f, size_t step, const std::vector<s
                    " its epilogue, and this kfuse would run it ", inside ? after : str("inside", hint)));
 }
 
-// Whether direct convolution `step` was compiled to read its filter packed
-// exactly where this kfuse's rule says: the runner passes the filter the
-// rule gives.
-Status packedFilterAgrees(const PackageFunction& f, size_t step) {
-  const bool listed = std::find(f.packedFilters.begin(), f.packedFilters.end(), step) != f.packedFilters.end();
-  if (listed == packedFilterFits(*f.plan, step)) return Status::ok();
-  return Error(str("function @", f.name, ": the direct convolution at step ", step, " was compiled to read its filter ",
-                   listed ? "packed" : "as the plan holds it", ", and this kfuse would pass it ",
-                   listed ? "as the plan holds it" : "packed (exec/packed_filter.h)",
-                   "; compile the model again with this kfuse"));
+// Whether the package lists as compiled with a packed filter exactly the
+// convolutions its plan marks so, where exec/packed_filter.h allows one: the
+// runner passes the filter the plan says.
+Status packedFiltersAgree(const PackageFunction& f) {
+  std::vector<size_t> listed = f.packedFilters, marked;
+  std::sort(listed.begin(), listed.end());
+  for (size_t s = 0; s < f.plan->steps.size(); ++s)
+    if (f.plan->steps[s].kind() == StepKind::Conv && f.plan->steps[s].conv().packedFilter) marked.push_back(s);
+  for (size_t s : listed)
+    if (!packedFilterFits(*f.plan, s))
+      return Error(str("function @", f.name, ": the convolution at step ", s, " was compiled to read its filter packed, "
+                       "and its plan ", std::binary_search(marked.begin(), marked.end(), s) ? "allows no packed filter there (exec/packed_filter.h)" : "does not say so"));
+  for (size_t s : marked)
+    if (!std::binary_search(listed.begin(), listed.end(), s))
+      return Error(str("function @", f.name, ": the plan marks the convolution at step ", s,
+                       " to read its filter packed, and the package does not list it among its packed filters"));
+  return Status::ok();
 }
 
 MetaSection readMeta(const json& j) {
@@ -298,6 +305,9 @@ Status Package::read() {
     KF_ASSIGN_OR_RETURN(std::string_view planText, section(planSection(i)));
     auto plan = parsePlan(planText, weights_);
     if (!plan) return fail(plan.error());
+    if (meta_.formatVersion < package::kMarkedPackedFiltersFormatVersion)  // the list says (packedFilterAgrees checks)
+      for (size_t s : f.packedFilters)
+        if (s < plan->steps.size() && plan->steps[s].kind() == StepKind::Conv) plan->steps[s].conv().packedFilter = true;
     if (plan->function != f.name) return fail(Error(str("plan ", i, " is @", plan->function, ", the meta says @", f.name)));
     if (Status s = checkPlanParams(*plan, meta_); !s) return fail(s.error());
     f.plan = std::make_shared<const Plan>(std::move(*plan));
@@ -320,12 +330,12 @@ Status Package::read() {
                                     "; compile the model again with this kfuse");
           !e)
         return fail(e.error());
-      if (Status e = packedFilterAgrees(f, s); !e) return fail(e.error());
     }
     for (size_t s : f.packedFilters)
       if (std::find(f.directConvs.begin(), f.directConvs.end(), s) == f.directConvs.end())
         return fail(Error(str("function @", f.name, ": packed filter at step ", s,
                               ", which is not a direct convolution")));
+    if (Status e = packedFiltersAgree(f); !e) return fail(e.error());
     for (size_t s : f.packedGemms) {
       if (!packedGemmFits(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,

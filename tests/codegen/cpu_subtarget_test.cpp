@@ -75,6 +75,8 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     EXPECT_EQ(std::make_pair(s.conv.pointwisePixels, s.conv.pointwiseVectors),
               c.level == IsaLevel::AVX512 ? std::make_pair(7, 3) : std::make_pair(4, 3))
         << c.cpu;
+    // Filters with taps packed too with 32 registers only.
+    EXPECT_EQ(s.conv.packedTaps, c.level == IsaLevel::AVX512) << c.cpu;
     // Ungrouped blocks of 16 channels x 1 vector with 32 registers.
     const cpu::ConvTiling dense = s.conv.forConv(1, 9, true, false), depthwise = s.conv.forConv(8, 9, true, false);
     const cpu::ConvTiling pointwisePlanes = s.conv.forConv(1, 1, true, false), phases = s.conv.forConv(1, 4, true, true);

@@ -67,6 +67,14 @@ Expected<Generated> generate(const ConvCase& c, const cpu::ConvTiling& tiling, b
   Generated g;
   for (size_t i = 0; i < fn.arguments().size(); ++i)
     g.args.push_back(wave(fn.arguments()[i]->type(), static_cast<double>(i)));
+  // live_taps promises zeros for every output channel where it has 0s.
+  const ConvSpec& s = c.spec;
+  const int64_t cg = s.c / s.groups;
+  for (int64_t o = 0; o < s.o; ++o)
+    for (int64_t ci = 0; ci < cg; ++ci)
+      for (int64_t ky = 0; ky < s.kh; ++ky)
+        for (int64_t kx = 0; kx < s.kw; ++kx)
+          if (!s.liveTap(ci, ky, kx)) g.args[1].set(((o * cg + ci) * s.kh + ky) * s.kw + kx, 0.0);
   cpu::DirectConv conv{"conv", c.spec, tiling};
   conv.packedFilter = packedFilter;
   KF_ASSIGN_OR_RETURN(cpu::CompiledKernels compiled, testing::sharedJit().compile(cpu::CodeBatch{{}, std::span(&conv, 1)}));
@@ -330,13 +338,14 @@ TEST(DirectConv, EveryCaseMatchesTheInterpreterWithThisMachinesTiling) {
   checkWholePlanes(own);
 }
 
-// 1x1 convolutions with a packed filter (exec/packed_filter.h): output
+// Convolutions with a packed filter (exec/packed_filter.h): output
 // channels across the lanes. Blocks of every width a range leaves (80
 // channels: 48 + 32 at 16 lanes, 24 + 24 + 24 + 8 at 8), pixel blocks with
-// remainders (49, 196, 16 and 64 pixels), two images, with and without a
-// bias, input channels from 3 to 257; every aligned unit split gives the
-// same bits.
-const char* const kPointwise[] = {
+// remainders (49, 196, 16 and 64 pixels; rows of 7, 14 and 8 with taps),
+// two images, with and without a bias, input channels from 3 to 257, taps
+// of 3x3, 2x2 padded on one side and 5x5 wider than the padding; every
+// aligned unit split gives the same bits.
+const char* const kPackedFilterCases[] = {
       R"(module @m {
   func @main(%x: f32[2,20,7,7], %w: f32[80,20,1,1], %b: f32[80]) -> (f32[2,80,7,7]) {
     %y = conv2d %x, %w, %b : f32[2,80,7,7]
@@ -361,6 +370,40 @@ const char* const kPointwise[] = {
     return %y
   }
 })",
+      // Taps over whole planes: blocks of an output row, the rows and
+      // columns whose taps reach the padding.
+      R"(module @m {
+  func @main(%x: f32[2,20,7,7], %w: f32[80,20,3,3], %b: f32[80]) -> (f32[2,80,7,7]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[2,80,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,32,14,14], %w: f32[16,32,3,3]) -> (f32[1,16,14,14]) {
+    %y = conv2d %x, %w {pads = [1, 1, 1, 1]} : f32[1,16,14,14]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,12,7,7], %w: f32[32,12,2,2], %b: f32[32]) -> (f32[1,32,7,7]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 0, 0]} : f32[1,32,7,7]
+    return %y
+  }
+})",
+      // A strided layer over its input's phases (conv-phases): 2x2 taps, live
+      // per phase of a period of 4 channels.
+      R"(module @m {
+  func @main(%x: f32[2,8,7,7], %w: f32[32,8,2,2], %b: f32[32]) -> (f32[2,32,7,7]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 0, 0], live_taps = [0, 0, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1]} : f32[2,32,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,3,8,8], %w: f32[16,3,5,5], %b: f32[16]) -> (f32[1,16,8,8]) {
+    %y = conv2d %x, %w, %b {pads = [2, 2, 2, 2]} : f32[1,16,8,8]
+    return %y
+  }
+})",
 };
 
 cpu::ConvTiling pointwiseTiling(int lanes, int pixels, int vectors) {
@@ -373,8 +416,8 @@ TEST(DirectConv, PackedFiltersMatchTheInterpreter) {
   const cpu::ConvTiling tilings[] = {pointwiseTiling(16, 7, 3), pointwiseTiling(8, 4, 3), pointwiseTiling(4, 4, 3),
                                      pointwiseTiling(16, 5, 2), pointwiseTiling(8, 1, 1),
                                      testing::sharedJit().subtarget().conv};
-  for (const char* text : kPointwise) {
-    auto c = convCase(parseModule(text, "pointwise.kir", {}));
+  for (const char* text : kPackedFilterCases) {
+    auto c = convCase(parseModule(text, "packed.kir", {}));
     ASSERT_TRUE(c) << c.error().message();
     ASSERT_TRUE(packedFilterShape(c->spec)) << text;
     for (const cpu::ConvTiling& t : tilings) {
@@ -385,12 +428,13 @@ TEST(DirectConv, PackedFiltersMatchTheInterpreter) {
   }
 }
 
-// Which shapes pack their filter: 1x1 at stride 1 without padding, one
-// group, output channels in whole 16-lane vectors, planes of at most 14x14
-// (past 8x8 only from 256 input channels) that fill three quarters of 16
-// lanes (so that they run directly at every width).
-TEST(DirectConv, PacksTheFiltersOfSmallPointwiseConvolutions) {
-  auto c = convCase(parseModule(kPointwise[0], "pointwise.kir", {}));
+// Which shapes pack their filter: 1x1 at stride 1 without padding, or taps
+// over whole planes (stride 1, rows as wide as the input's, no dilation,
+// every tap live), one group, output channels in whole 16-lane vectors,
+// planes of at most 14x14 (past 8x8 only from 256 filter rows) that fill
+// three quarters of 16 lanes (so that they run directly at every width).
+TEST(DirectConv, PacksTheFiltersOfConvolutionsOverSmallPlanes) {
+  auto c = convCase(parseModule(kPackedFilterCases[0], "packed.kir", {}));
   ASSERT_TRUE(c) << c.error().message();
   const ConvSpec base = c->spec;
   EXPECT_TRUE(packedFilterShape(base));
@@ -403,7 +447,15 @@ TEST(DirectConv, PacksTheFiltersOfSmallPointwiseConvolutions) {
   EXPECT_FALSE(changed([](ConvSpec& s) { s.groups = 2; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.filterLast = true; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.direction = ConvDirection::GradInput; }));
-  EXPECT_FALSE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.oh = s.ow = 5; }));  // rows narrower than the input's
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 2, s.dilH = s.dilW = 2; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.liveTaps.assign(9, 1); }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.liveTaps = {1, 0}; }));  // 1x1 over phases: not with live taps
+  // Past 8x8, from 256 filter rows: input channels times taps.
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.h = s.oh = s.wd = s.ow = 14; }));
+  EXPECT_TRUE(changed(
+      [](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.h = s.oh = s.wd = s.ow = 14, s.c = 32; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
   EXPECT_TRUE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 8; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 14; }));  // 20 input channels
@@ -433,7 +485,7 @@ TEST(DirectConv, PackedFiltersRunInModelsAndRepackNewWeights) {
 })");
   ASSERT_TRUE(m);
   const Graph& fn = *m->functions().front();
-  auto plan = buildPlan(fn);
+  auto plan = buildPlan(fn, {.packFilters = cpu::packedFilterPolicy(testing::sharedJit().subtarget().conv)});
   ASSERT_TRUE(plan) << plan.error().message();
   ASSERT_EQ(packedFilterSteps(*plan).size(), 1u);
   const size_t step = packedFilterSteps(*plan)[0];
@@ -470,6 +522,37 @@ TEST(DirectConv, PackedFiltersRunInModelsAndRepackNewWeights) {
   // A training plan rewrites the filter every step: it keeps it as it is.
   plan->updates.emplace_back("w", plan->steps[step].conv().y);
   EXPECT_TRUE(packedFilterSteps(*plan).empty());
+}
+
+// Which convolutions a plan built for a CPU marks to read their filter
+// packed (ConvSpec::packedFilter): 1x1 ones on every CPU, 3x3 ones where
+// the tiling has 32 registers for 7 pixels x 3 vectors of 16 channels;
+// none without a policy (the interpreter's and cuda's plans).
+TEST(DirectConv, PlansMarkThePackedFiltersTheirCpuRunsFaster) {
+  auto m = testing::preparedModule(R"(module @m {
+  param @w1 : f32[32,16,1,1]
+  param @w3 : f32[32,32,3,3]
+  func @main(%x: f32[1,16,7,7]) -> (f32[1,32,7,7]) {
+    %0 = conv2d %x, @w1 : f32[1,32,7,7]
+    %1 = conv2d %0, @w3 {pads = [1, 1, 1, 1]} : f32[1,32,7,7]
+    return %1
+  }
+})");
+  ASSERT_TRUE(m);
+  auto marked = [&](const char* cpu) {
+    PlanOptions o;
+    if (cpu) o.packFilters = cpu::packedFilterPolicy(testing::subtargetNamed(cpu).conv);
+    auto plan = buildPlan(*m->functions().front(), o);
+    EXPECT_TRUE(plan) << plan.error().message();
+    std::string out;
+    for (size_t s : plan ? packedFilterSteps(*plan) : std::vector<size_t>{})
+      out += str(plan->steps[s].conv().kh, "x", plan->steps[s].conv().kw, " ");
+    return out;
+  };
+  EXPECT_EQ(marked("skylake-avx512"), "1x1 3x3 ");
+  EXPECT_EQ(marked("haswell"), "1x1 ");
+  EXPECT_EQ(marked("x86-64-v2"), "1x1 ");
+  EXPECT_EQ(marked(nullptr), "");
 }
 
 // Rows of `width` pixels; by default too many for whole planes.

@@ -259,12 +259,30 @@ TEST(PackageRunner, SmallPointwiseConvolutionsReadTheirFilterPacked) {
   ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
   EXPECT_EQ(f.packedFilters, std::vector<size_t>{0});
   EXPECT_EQ(test::compareTensors(firstOutput(*pkg, f.name, x), want->outputs[0], 1e-5, 1e-5), "");
+  EXPECT_TRUE(f.plan->steps[0].conv().packedFilter);  // the plan says so too
   auto unpacked = withSteps(**pkg, &PackageFunction::packedFilters, {});
   ASSERT_FALSE(unpacked);
-  EXPECT_NE(unpacked.error().message().find("function @forward: the direct convolution at step 0 was compiled to read "
-                                            "its filter as the plan holds it, and this kfuse would pass it packed"),
+  EXPECT_NE(unpacked.error().message().find("function @forward: the plan marks the convolution at step 0 to read its "
+                                            "filter packed, and the package does not list it"),
             std::string::npos)
       << unpacked.error().message();
+  // Format 11 marked nothing in its plans: its list says which steps read
+  // their filter packed.
+  auto unmarked = [](PackageContents& c) {
+    Plan plan = *c.functions[0].plan;
+    plan.steps[0].conv().packedFilter = false;
+    c.functions[0].plan = std::make_shared<const Plan>(std::move(plan));
+  };
+  auto older = rewritten(**pkg, unmarked, 11);
+  ASSERT_TRUE(older) << older.error().message();
+  EXPECT_TRUE((*older)->functions().front().plan->steps[0].conv().packedFilter);
+  EXPECT_EQ(test::compareTensors(firstOutput(*older, f.name, x), want->outputs[0], 1e-5, 1e-5), "");
+  auto listedOnly = rewritten(**pkg, unmarked);
+  ASSERT_FALSE(listedOnly);
+  EXPECT_NE(listedOnly.error().message().find("function @forward: the convolution at step 0 was compiled to read its "
+                                              "filter packed, and its plan does not say so"),
+            std::string::npos)
+      << listedOnly.error().message();
 }
 
 // convPackage(h, wd), whose convolution runs as whole planes, read back as
