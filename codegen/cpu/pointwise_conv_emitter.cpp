@@ -45,6 +45,8 @@ class PointwiseEmitter {
   void emitTapBlock(Value* n, Value* o0, int vectors, Value* oy, int64_t ox0, int columns);
   void startBlock(Value* o0, int vectors, int rows);
   std::vector<Value*> panelStarts(Value* o0, int vectors);
+  void addProducts(const std::vector<Value*>& panelStart, Value* row, int vectors,
+                   const std::vector<std::pair<int, Value*>>& pixels);
   void storeToPlanes(Value* n, Value* o0, int vectors, Value* p0, int rows);
   llvm::AllocaInst* acc(int r, int v) { return acc_[static_cast<size_t>(r * t_.pointwiseVectors + v)]; }
 
@@ -143,19 +145,13 @@ std::vector<Value*> PointwiseEmitter::panelStarts(Value* o0, int vectors) {
 // Pixels [p0, p0 + rows) of channels [o0, o0 + vectors * lanes): the bias
 // plus every input channel, to y.
 void PointwiseEmitter::emitBlock(Value* n, Value* o0, int vectors, Value* p0, int rows) {
-  llvm::Constant* all = code_.mask([](int64_t) { return true; });
   startBlock(o0, vectors, rows);
   const std::vector<Value*> panelStart = panelStarts(o0, vectors);
   code_.loop(c_.c, "ci", [&](Value* ci) {
     Value* xRow = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(n, i64(c_.c)), ci), i64(pixels_)), p0);
-    Value* wRow = b_.CreateMul(ci, i64(kPackedFilterChannels));
-    std::vector<Value*> wv;
-    for (int v = 0; v < vectors; ++v)
-      wv.push_back(code_.load(code_.vectorAt(w_, b_.CreateAdd(panelStart[static_cast<size_t>(v)], wRow)), all));
-    for (int r = 0; r < rows; ++r) {
-      Value* a = code_.splat(code_.loadFloat(x_, b_.CreateAdd(xRow, i64(r))));
-      for (int v = 0; v < vectors; ++v) code_.multiplyAdd(acc(r, v), a, wv[static_cast<size_t>(v)]);
-    }
+    std::vector<std::pair<int, Value*>> pixels;
+    for (int r = 0; r < rows; ++r) pixels.emplace_back(r, b_.CreateAdd(xRow, i64(r)));
+    addProducts(panelStart, ci, vectors, pixels);
   });
   storeToPlanes(n, o0, vectors, p0, rows);
 }
@@ -168,7 +164,6 @@ void PointwiseEmitter::emitBlock(Value* n, Value* o0, int vectors, Value* p0, in
 // left out where the code is generated, the channels unrolled by the
 // taps' period for that.
 void PointwiseEmitter::emitTapBlock(Value* n, Value* o0, int vectors, Value* oy, int64_t ox0, int columns) {
-  llvm::Constant* all = code_.mask([](int64_t) { return true; });
   startBlock(o0, vectors, columns);
   const std::vector<Value*> panelStart = panelStarts(o0, vectors);
   const int64_t period = c_.livePeriod();
@@ -187,22 +182,33 @@ void PointwiseEmitter::emitTapBlock(Value* n, Value* o0, int vectors, Value* oy,
           Value* filterRow = b_.CreateMul(b_.CreateAdd(b_.CreateMul(ci, i64(c_.kh)), i64(ky)), i64(c_.kw));
           for (int64_t kx = 0; kx < c_.kw; ++kx) {
             if (!c_.liveTap(phase, ky, kx)) continue;
-            Value* wRow = b_.CreateMul(b_.CreateAdd(filterRow, i64(kx)), i64(kPackedFilterChannels));
-            std::vector<Value*> wv;
-            for (int v = 0; v < vectors; ++v)
-              wv.push_back(code_.load(code_.vectorAt(w_, b_.CreateAdd(panelStart[static_cast<size_t>(v)], wRow)), all));
-            for (int r = 0; r < columns; ++r) {
-              const int64_t ix = ox0 + r + kx - c_.padLeft;
-              if (ix < 0 || ix >= c_.wd) continue;
-              Value* a = code_.splat(code_.loadFloat(x_, b_.CreateAdd(xRow, i64(ix))));
-              for (int v = 0; v < vectors; ++v) code_.multiplyAdd(acc(r, v), a, wv[static_cast<size_t>(v)]);
-            }
+            std::vector<std::pair<int, Value*>> pixels;
+            for (int r = 0; r < columns; ++r)
+              if (const int64_t ix = ox0 + r + kx - c_.padLeft; ix >= 0 && ix < c_.wd)
+                pixels.emplace_back(r, b_.CreateAdd(xRow, i64(ix)));
+            addProducts(panelStart, b_.CreateAdd(filterRow, i64(kx)), vectors, pixels);
           }
         }
       });
     });
   }
   storeToPlanes(n, o0, vectors, b_.CreateAdd(b_.CreateMul(oy, i64(c_.ow)), i64(ox0)), columns);
+}
+
+// Packed-filter row `row`'s vectors of channels (one load each) times each
+// of `pixels`' inputs (block pixel r, x's element; a broadcast each), added
+// to the block's sums.
+void PointwiseEmitter::addProducts(const std::vector<Value*>& panelStart, Value* row, int vectors,
+                                   const std::vector<std::pair<int, Value*>>& pixels) {
+  llvm::Constant* all = code_.mask([](int64_t) { return true; });
+  Value* wRow = b_.CreateMul(row, i64(kPackedFilterChannels));
+  std::vector<Value*> wv;
+  for (int v = 0; v < vectors; ++v)
+    wv.push_back(code_.load(code_.vectorAt(w_, b_.CreateAdd(panelStart[static_cast<size_t>(v)], wRow)), all));
+  for (const auto& [r, at] : pixels) {
+    Value* a = code_.splat(code_.loadFloat(x_, at));
+    for (int v = 0; v < vectors; ++v) code_.multiplyAdd(acc(r, v), a, wv[static_cast<size_t>(v)]);
+  }
 }
 
 // The block's sums to y: lane l of vector v of pixel p0 + r to that pixel
