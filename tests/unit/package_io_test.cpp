@@ -337,6 +337,43 @@ TEST(PlanIo, ConstantBuffersTravelAsTensors) {
   expectSameRun(*plan, parsed, *m, {x});
 }
 
+// A convolution's packed-filter mark (ConvSpec::packedFilter) travels with
+// the plan; on a shape exec/packed_filter.h allows no packed filter for, a
+// plan marking one is refused, naming the step's problem.
+TEST(PlanIo, PackedFilterMarksTravelAndBadOnesAreRefused) {
+  auto m = parseModule(R"(module @m {
+  param @w : f32[32,8,3,3]
+  param @v : f32[32,32,3,3]
+  func @forward(%x: f32[1,8,7,7]) -> (f32[1,32,5,5]) {
+    %0 = conv2d %x, @w {pads = [1, 1, 1, 1]} : f32[1,32,7,7]
+    %1 = conv2d %0, @v : f32[1,32,5,5]
+    return %1
+  }
+})", "packed.kir");
+  ASSERT_TRUE(m) << m.error().message();
+  PlanOptions o;
+  o.packFilters = [](const ConvSpec&) { return true; };
+  auto plan = buildPlan(*(*m)->functions().front(), o);
+  ASSERT_TRUE(plan) << plan.error().message();
+  std::vector<size_t> convs;
+  for (size_t s = 0; s < plan->steps.size(); ++s)
+    if (plan->steps[s].kind() == StepKind::Conv) convs.push_back(s);
+  ASSERT_EQ(convs.size(), 2u);
+  // The "same" layer is marked; the one whose rows narrow (5 of 7) is not.
+  EXPECT_TRUE(plan->steps[convs[0]].conv().packedFilter);
+  EXPECT_FALSE(plan->steps[convs[1]].conv().packedFilter);
+  Plan parsed = roundTrip(*plan);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(packedFilterSteps(parsed), std::vector<size_t>{convs[0]});
+  plan->steps[convs[1]].conv().packedFilter = true;
+  ConstantList constants;
+  auto refused = parsePlan(serializePlan(*plan, constants), constantMap(constants));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("packedFilter on a convolution that has no form with a packed filter"),
+            std::string::npos)
+      << refused.error().message();
+}
+
 // ---- malformed text
 
 void expectError(const std::string& text, const TensorMap& constants, const std::vector<std::string>& words) {
