@@ -258,8 +258,8 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
     KF_ASSIGN_OR_RETURN(CpuConvPolicies policies, cpuConvPolicies(o.cpu));
     auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
     auto deviceBytes = [threads = o.threads](const Plan& plan) { return cpuDeviceBytes(plan, threads); };
-    return Backend{"cpu",          o.cpu, fused, kernel::checkGroup, source, deviceBytes, std::move(policies.workspace),
-                   std::move(policies.packFilters)};
+    return Backend{"cpu",       o.cpu,       fused, kernel::checkGroup, source, deviceBytes,
+                   std::move(policies.workspace), std::move(policies.packFilters)};
   }
 #if KFUSE_HAS_CUDA
   if (target == "cuda")

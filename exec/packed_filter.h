@@ -36,9 +36,9 @@ namespace kfuse {
 
 // Planes of at most this many pixels (14x14), and at least this many filter
 // rows (input channels x taps) where a plane takes more than
-// kPackedFilterSmallPixels (8x8). A
-// block's sums reach the output planes by scatters, one per vector of
-// channels per pixel, whose cost the input channels pay for: over 14x14,
+// kPackedFilterSmallPixels (8x8). A block's sums reach the output planes
+// by scatters, one per vector of channels per pixel, whose cost the input
+// channels pay for: over 14x14,
 // MobileNetV2's 1x1 layers from 64 and 96 channels ran 10-25% slower
 // packed (103 -> 127 us, 228 -> 249), ResNet-50's from 256 and 1024 4-10%
 // faster (1178 -> 1057, 2072 -> 1916), where pixels across 16 lanes fill

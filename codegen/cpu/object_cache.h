@@ -8,8 +8,9 @@
 // linked into, which changes with any change to it, so that a rebuilt kfuse
 // never loads code an older one generated), the CPU and its features, the
 // optimisation level, the subtarget's choices its features do not fix (a
-// JIT made from a changed subtarget: CpuJit::create), and the function's whole description (its kernel IR,
-// convolution or GEMM spec, tiling, epilogue) with its symbol name, which
+// JIT made from a changed subtarget: CpuJit::create), and the function's
+// whole description (its kernel IR, convolution or GEMM spec, tiling,
+// epilogue) with its symbol name, which
 // the JIT derives from that description (jit.h), not from the model's names.
 // What an entry holds is the JIT's: the symbol its object defines (another
 // unit's, when their emitted code was the same) and the object.

@@ -177,9 +177,12 @@ Status packedFiltersAgree(const PackageFunction& f) {
   for (size_t s = 0; s < f.plan->steps.size(); ++s)
     if (f.plan->steps[s].kind() == StepKind::Conv && f.plan->steps[s].conv().packedFilter) marked.push_back(s);
   for (size_t s : listed)
-    if (!packedFilterFits(*f.plan, s))
-      return Error(str("function @", f.name, ": the convolution at step ", s, " was compiled to read its filter packed, "
-                       "and its plan ", std::binary_search(marked.begin(), marked.end(), s) ? "allows no packed filter there (exec/packed_filter.h)" : "does not say so"));
+    if (!packedFilterFits(*f.plan, s)) {
+      const bool isMarked = std::binary_search(marked.begin(), marked.end(), s);
+      return Error(str("function @", f.name, ": the convolution at step ", s,
+                       " was compiled to read its filter packed, and its plan ",
+                       isMarked ? "allows no packed filter there (exec/packed_filter.h)" : "does not say so"));
+    }
   for (size_t s : marked)
     if (!std::binary_search(listed.begin(), listed.end(), s))
       return Error(str("function @", f.name, ": the plan marks the convolution at step ", s,
@@ -305,7 +308,7 @@ Status Package::read() {
     KF_ASSIGN_OR_RETURN(std::string_view planText, section(planSection(i)));
     auto plan = parsePlan(planText, weights_);
     if (!plan) return fail(plan.error());
-    if (meta_.formatVersion < package::kMarkedPackedFiltersFormatVersion)  // the list says (packedFilterAgrees checks)
+    if (meta_.formatVersion < package::kMarkedPackedFiltersFormatVersion)  // the list says (packedFiltersAgree checks)
       for (size_t s : f.packedFilters)
         if (s < plan->steps.size() && plan->steps[s].kind() == StepKind::Conv) plan->steps[s].conv().packedFilter = true;
     if (plan->function != f.name) return fail(Error(str("plan ", i, " is @", plan->function, ", the meta says @", f.name)));
