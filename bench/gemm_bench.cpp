@@ -55,6 +55,9 @@ const Shape kShapes[] = {
     // k past kPackedMaxK: columns outer, packed where A is small (exec/packed_gemm.h).
     {"effnet fc", 1, 1280, 1000},        {"resnet50 fc", 1, 2048, 1000},  {"k2048 m8", 8, 2048, 1000},
     {"k2048 m32", 32, 2048, 1024},       {"k2048 m64", 64, 2048, 1024},   {"k2048 m128", 128, 2048, 512},
+    {"k2048 m256", 256, 2048, 512},      {"k4096 m128", 128, 4096, 512},
+    // ConvNeXt-tiny's second MLP GEMMs, stages 3 and 4 (A 1.2 MB and 602 KB).
+    {"convnext s3 fc2", 196, 1536, 384}, {"convnext s4 fc2", 49, 3072, 768},
     // B past 2 MB: columns outer (exec/packed_gemm.h's packedColumnsOuter).
     {"vit-s fc1", 197, 384, 1536},       {"bert-base ffn1", 128, 768, 3072}, {"gpt2 lm head", 128, 256, 50257},
 };

@@ -41,7 +41,9 @@ class InterpreterExecutor : public Executor {
 // kernels, matmuls GEMM steps) and runs it on the CPU.
 class CpuExecutor : public Executor {
  public:
-  CpuExecutor(const ExecutionOptions& opts, CpuConvPolicies policies) : opts_(opts), policies_(std::move(policies)) {}
+  CpuExecutor(const ExecutionOptions& opts, PlanOptions planning) : opts_(opts), planning_(std::move(planning)) {
+    planning_.inplace = opts_.inplace;
+  }
   std::string_view target() const override { return "cpu"; }
   Expected<InterpreterResult> run(const Graph& fn, const std::vector<Tensor>& args) override {
     KF_ASSIGN_OR_RETURN(CpuRunner * runner, runnerFor(fn));
@@ -88,7 +90,7 @@ class CpuExecutor : public Executor {
   Expected<CpuRunner*> runnerFor(const Graph& fn) {
     auto it = runners_.find(&fn);
     if (it != runners_.end()) return it->second.get();
-    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, PlanOptions{opts_.inplace, policies_.workspace, policies_.packFilters}));
+    KF_ASSIGN_OR_RETURN(Plan plan, buildPlan(fn, planning_));
     KF_ASSIGN_OR_RETURN(CpuFunctions compiled, compile(plan));
     CpuRunnerOptions ro;
     ro.poison = opts_.poison;
@@ -129,7 +131,7 @@ class CpuExecutor : public Executor {
 #endif
 
   ExecutionOptions opts_;
-  CpuConvPolicies policies_;  // the subtarget's: the JIT's tiling decides which convolutions run directly, and how
+  PlanOptions planning_;  // the subtarget's: the JIT's tilings decide which steps run generated code, and how
   std::map<const Graph*, std::unique_ptr<CpuRunner>> runners_;
 };
 
@@ -213,13 +215,17 @@ Expected<DeviceBytes> cudaDeviceBytes(const Plan& plan) {
 
 }  // namespace
 
-Expected<CpuConvPolicies> cpuConvPolicies(std::string_view cpu) {
+Expected<PlanOptions> cpuPlanOptions(std::string_view cpu) {
 #if KFUSE_HAS_LLVM_JIT
   KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(cpu));
-  return CpuConvPolicies{cpu::im2colWorkspaces(subtarget.conv), cpu::packedFilterPolicy(subtarget.conv)};
+  PlanOptions o;
+  o.convWorkspace = cpu::im2colWorkspaces(subtarget.conv);
+  o.packFilters = cpu::packedFilterPolicy(subtarget.conv);
+  o.packGemms = cpu::packedGemmPolicy(subtarget.gemm);
+  return o;
 #else
   if (!cpu.empty() && cpu != "native") return Error(str("--cpu=", cpu, " needs the LLVM backend, which this kfuse lacks"));
-  return CpuConvPolicies{};
+  return PlanOptions{};
 #endif
 }
 
@@ -255,15 +261,15 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   std::string fused = o.fuse ? str(prepare, ",pool-expand,fuse,dce") : prepare;
   if (target == "interpreter") return Backend{"interpreter", "", prepare, {}, {}, {}};
   if (target == "cpu") {
-    KF_ASSIGN_OR_RETURN(CpuConvPolicies policies, cpuConvPolicies(o.cpu));
+    KF_ASSIGN_OR_RETURN(PlanOptions planning, cpuPlanOptions(o.cpu));
     auto source = [cpu = o.cpu](const Plan& plan) { return kernelIR(plan, cpu); };
     auto deviceBytes = [threads = o.threads](const Plan& plan) { return cpuDeviceBytes(plan, threads); };
-    return Backend{"cpu",       o.cpu,       fused, kernel::checkGroup, source, deviceBytes,
-                   std::move(policies.workspace), std::move(policies.packFilters)};
+    return Backend{"cpu", o.cpu, fused, kernel::checkGroup, source, deviceBytes, std::move(planning)};
   }
 #if KFUSE_HAS_CUDA
   if (target == "cuda")
-    return Backend{"cuda", "", fused, cuda::checkGroup, cudaSource, cudaDeviceBytes, noConvWorkspace()};
+    return Backend{"cuda", "", fused, cuda::checkGroup, cudaSource, cudaDeviceBytes,
+                   PlanOptions{.convWorkspace = noConvWorkspace()}};
 #endif
   return Error(str("unknown target '", target, "' (available: ", join(availableTargets()), ")"));
 }
@@ -287,12 +293,12 @@ Expected<std::unique_ptr<Executor>> createExecutor(std::string_view target, cons
   if (target == "cpu") {
     // The CPU is checked here, before anything compiles: an unknown name,
     // or one whose features this machine lacks, fails at once.
-    KF_ASSIGN_OR_RETURN(CpuConvPolicies policies, cpuConvPolicies(opts.cpu));
+    KF_ASSIGN_OR_RETURN(PlanOptions planning, cpuPlanOptions(opts.cpu));
 #if KFUSE_HAS_LLVM_JIT
     KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(opts.cpu));
     KF_RETURN_IF_ERROR(cpu::checkRunsHere(subtarget));
 #endif
-    return std::unique_ptr<Executor>(new CpuExecutor(opts, std::move(policies)));
+    return std::unique_ptr<Executor>(new CpuExecutor(opts, std::move(planning)));
   }
 #if KFUSE_HAS_CUDA
   if (target == "cuda") {

@@ -46,13 +46,16 @@ struct Backend {
   // emitted program, no GPU needed; cpu: packed GEMM weights, and im2col
   // patch matrices for threads beyond the first). Empty: the regions alone.
   std::function<Expected<DeviceBytes>(const Plan&)> deviceBytes;
-  // Which convolutions need an im2col workspace in this target's plans.
-  ConvWorkspacePolicy convWorkspace;
-  // Which convolutions read their filter packed (exec/packed_filter.h).
-  PackedFilterPolicy packFilters;
+  // How this target's plans are built, but for in-place rewriting: which
+  // convolutions need an im2col workspace, which read their filter packed
+  // (exec/packed_filter.h), which GEMMs read B packed (exec/packed_gemm.h).
+  PlanOptions planning;
 
-  // How this target's plans are built.
-  PlanOptions planOptions(bool inplace) const { return PlanOptions{inplace, convWorkspace, packFilters}; }
+  PlanOptions planOptions(bool inplace) const {
+    PlanOptions o = planning;
+    o.inplace = inplace;
+    return o;
+  }
 };
 
 // What the cpu target allocates to run `plan` on `threads` threads (0: one
@@ -61,15 +64,11 @@ struct Backend {
 // matrices for their second and later ranges of work (runtime/cpu_conv.h).
 Expected<DeviceBytes> cpuDeviceBytes(const Plan& plan, int threads = 0);
 
-// The cpu target's policies for CPU `cpu` (as BackendOptions::cpu): a
-// workspace for the convolutions that get no generated direct convolution
-// (all of them without LLVM), and which read their filter packed (none
-// without LLVM). Errors name an unknown CPU.
-struct CpuConvPolicies {
-  ConvWorkspacePolicy workspace;
-  PackedFilterPolicy packFilters;
-};
-Expected<CpuConvPolicies> cpuConvPolicies(std::string_view cpu);
+// How the cpu target builds plans for CPU `cpu` (as BackendOptions::cpu):
+// a workspace for the convolutions that get no generated direct
+// convolution (all of them without LLVM), and which convolutions and GEMMs
+// read a packed operand (none without LLVM). Errors name an unknown CPU.
+Expected<PlanOptions> cpuPlanOptions(std::string_view cpu);
 
 // Without fusion (`fuse` false) every node is its own launch. Errors name
 // an unknown target, layout mode or CPU.

@@ -4,15 +4,28 @@
 
 namespace kfuse {
 
-bool packedGemmFits(const Plan& plan, size_t step) {
+bool packedGemmShape(const GemmSpec& g) {
+  return numElements(g.batch) == 1 && !g.transA && g.m >= 1 && g.n >= 1 && g.k >= 1;
+}
+
+bool packedGemmAllowed(const Plan& plan, size_t step) {
   if (step >= plan.steps.size() || plan.steps[step].kind() != StepKind::Gemm) return false;
   const GemmSpec& g = plan.steps[step].gemm();
-  auto buffer = [&](int b) -> const PlanBuffer& { return plan.buffers[static_cast<size_t>(b)]; };
   for (int b : {g.a, g.b, g.c})
-    if (b < 0 || buffer(b).type.dtype != DType::F32) return false;
-  if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1) return false;
-  if (packedColumnsOuter(g) && g.m * g.k * int64_t{sizeof(float)} > kColumnsOuterMaxA) return false;
-  return readOnlyWhileRunning(plan, g.b);
+    if (b < 0 || plan.buffers[static_cast<size_t>(b)].type.dtype != DType::F32) return false;
+  return packedGemmShape(g) && readOnlyWhileRunning(plan, g.b);
+}
+
+bool packedGemmFits(const Plan& plan, size_t step) {
+  return packedGemmAllowed(plan, step) && plan.steps[step].gemm().packedB;
+}
+
+void markPackedGemms(Plan& plan, const PackedGemmPolicy& policy) {
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (plan.steps[s].kind() == StepKind::Gemm) {
+      const bool pack = policy && packedGemmAllowed(plan, s) && policy(plan.steps[s].gemm());
+      plan.steps[s].gemm().packedB = pack;
+    }
 }
 
 bool packedColumnsOuter(const GemmSpec& g) {

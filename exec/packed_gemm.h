@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "exec/row_blocks.h"
@@ -21,30 +22,41 @@ namespace kfuse {
 
 inline constexpr int64_t kPackedPanel = 32;
 
-// Whether GEMM step `step` of `plan` runs packed: f32 A, B and C, one
-// matrix (no batch), A not transposed, B's storage a parameter or constant
-// that no step of the plan writes (a training step's weights are rewritten
-// every step and keep going to BLAS), and, where the GEMM runs columns
-// outer, A at most kColumnsOuterMaxA bytes.
-//
+// Whether GEMM `g`'s shape may run packed: one matrix (no batch), A not
+// transposed, every dimension at least 1.
+bool packedGemmShape(const GemmSpec& g);
+
+// Whether GEMM step `step` of `plan` may run packed: packedGemmShape, f32
+// A, B and C, and B's storage a parameter or constant that no step of the
+// plan writes (a training step's weights are rewritten every step and keep
+// going to BLAS).
+bool packedGemmAllowed(const Plan& plan, size_t step);
+
+// Whether it does: allowed, and marked so (GemmSpec::packedB) when the plan
+// was built. Read by code generation, packages and the runner.
+bool packedGemmFits(const Plan& plan, size_t step);
+
 // Rows go outermost while every block of rows can stream all of B from the
 // second-level cache: at most kPackedMaxK rows and kPackedMaxBytes packed
 // (one thread, 2 MB L2: 128x1024x512 1.03x faster than OpenBLAS, 128x784x512
 // 1.17x, the transformer benchmark's 256x128x512 1.10x). Past either,
 // columns go outermost (packedColumnsOuter, codegen/cpu/gemm_emitter.h):
 // each panel of B stays in cache while every block of rows passes over it,
-// so A is what streams, from the second-level cache, and must fit there.
-// Work units are then panels, not rows, and there is no epilogue (a row of
-// C is complete only at the end). gemm_bench, one thread, AVX2, against
-// OpenBLAS: an LM head 128x256x50257 1.04-1.12x, 128x768x3072 1.03-1.06x;
-// classifier heads 1x1280x1000 3.2x and 1x2048x1000 3.4-4.3x (OpenBLAS
-// packs their whole B on every call); 32x2048x1024 1.16-1.26x, 64x2048x1024
-// (A 512 KiB) 1.01x, 128x2048x512 (A 1 MiB) 0.90-0.92x, where BLAS stays.
+// so A is what streams, and how large an A still pays is the CPU's tiling's
+// to say (codegen/cpu/subtarget.h's GemmTiling::columnsOuterMaxA). Work
+// units are then panels, not rows, and there is no epilogue (a row of C is
+// complete only at the end).
 inline constexpr int64_t kPackedMaxK = 1024;
 inline constexpr int64_t kPackedMaxBytes = int64_t{2} << 20;
-inline constexpr int64_t kColumnsOuterMaxA = int64_t{512} << 10;
-bool packedGemmFits(const Plan& plan, size_t step);
 bool packedColumnsOuter(const GemmSpec& g);
+
+// Which of the allowed GEMMs a target packs (the cpu target's
+// codegen/cpu/gemm_emitter.h: packedGemmPolicy, per CPU); null: none.
+using PackedGemmPolicy = std::function<bool(const GemmSpec&)>;
+
+// Marks the Gemm steps of `plan` that are allowed and that `policy` packs
+// (GemmSpec::packedB), and unmarks the others.
+void markPackedGemms(Plan& plan, const PackedGemmPolicy& policy);
 
 // The Gemm steps of `plan` that packedGemmFits, in step order.
 std::vector<size_t> packedGemmSteps(const Plan& plan);

@@ -76,6 +76,10 @@ struct GemmSpec {
   int64_t m = 0, n = 0, k = 0;
   Shape batch;
   std::vector<int64_t> aBatchStrides, bBatchStrides, cBatchStrides;
+  // The cpu target runs the GEMM as generated code over a copy of B packed
+  // once (exec/packed_gemm.h): decided when the plan was built, for the
+  // CPU its code is for (PlanOptions::packGemms).
+  bool packedB = false;
 };
 
 // Which of a convolution's three tensors a Conv step computes from the

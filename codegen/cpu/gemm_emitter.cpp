@@ -204,11 +204,17 @@ PackedGemm packedGemmOf(const Plan& plan, size_t step, std::string name, const G
   return g;
 }
 
+PackedGemmPolicy packedGemmPolicy(const GemmTiling& t) {
+  return [t](const GemmSpec& g) {
+    return !packedColumnsOuter(g) || g.m * g.k * int64_t{sizeof(float)} <= t.columnsOuterMaxA;
+  };
+}
+
 Expected<llvm::Function*> emitPackedGemm(const PackedGemm& gemm, llvm::Module& module) {
   const GemmSpec& g = gemm.spec;
   const GemmTiling& t = gemm.tiling;
   auto fail = [&](const std::string& msg) { return Error(str("GEMM @", gemm.name, ": ", msg)); };
-  if (numElements(g.batch) != 1 || g.transA || g.m < 1 || g.n < 1 || g.k < 1)
+  if (!packedGemmShape(g))
     return fail("has no packed form (cpu/gemm_emitter.h): a batch, a transposed A or an empty dim");
   const int64_t width = int64_t{t.vectors} * t.lanes;
   if (t.lanes < 1 || t.vectors < 1 || t.rows < 1 || kPackedPanel % width != 0)

@@ -32,6 +32,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/cpu/subtarget.h"
+#include "exec/packed_gemm.h"
 #include "exec/row_blocks.h"
 #include "ir/support/expected.h"
 #include "exec/plan.h"
@@ -53,6 +54,12 @@ struct PackedGemm {
 // GEMM step `step` of `plan` (packedGemmFits) to generate, with its
 // epilogue where packedEpilogue says the GEMM runs it.
 PackedGemm packedGemmOf(const Plan& plan, size_t step, std::string name, const GemmTiling& t);
+
+// The plan-building policy that packs the GEMMs `t` runs faster than BLAS
+// (exec/packed_gemm.h's PackedGemmPolicy): every one that runs rows outer,
+// and those that run columns outer over an A of at most
+// GemmTiling::columnsOuterMaxA.
+PackedGemmPolicy packedGemmPolicy(const GemmTiling& t);
 
 // Adds the function to `module`. Fails, naming the GEMM, when the spec has
 // no packed form (a batch, a transposed A, an empty dim), the tiling does

@@ -112,7 +112,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
     // interleaved and the sums spilled), where pixels across 8 lanes fill
     // 49 of 56 and 196 of 200.
     s.conv.packedTaps = true;
-    s.gemm = GemmTiling{lanes, 2, 12};
+    s.gemm = GemmTiling{lanes, 2, 12, int64_t{2} << 20};
     s.firstLayerPhases = false;
   } else if (s.level == IsaLevel::AVX || s.level == IsaLevel::AVX2) {
     s.conv = ConvTiling{lanes, 2, 6, false};

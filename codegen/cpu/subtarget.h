@@ -81,10 +81,22 @@ struct ConvTiling {
 
 // How a packed GEMM blocks C for one machine: `rows` x `vectors` vectors of
 // `lanes` floats, vectors * lanes dividing exec/packed_gemm.h's panel.
+// `columnsOuterMaxA`: the largest A (bytes) of a GEMM that runs columns
+// outer (exec/packed_gemm.h's packedColumnsOuter) packed rather than on
+// BLAS (packedGemmPolicy). A streams once per block of a panel's columns,
+// and each element of it feeds vectors x lanes products: 32 with
+// AVX-512's blocks, one pass per 32-column panel; 16 with AVX2's, two
+// passes. gemm_bench, one thread, against OpenBLAS: AVX2 code on a Zen 3
+// (512 KB L2) 64x2048x1024 (A 512 KiB) 1.01x, 128x2048x512 (A 1 MiB)
+// 0.90-0.92x, and on a Zen 4 (1 MB L2, --cpu haswell, OpenBLAS's Haswell
+// kernels) 49x3072x768 (A 588 KiB) 1.09x, 128x2048x512 0.93x; AVX-512 code
+// on the Zen 4 49x3072x768 1.61x, 196x1536x384 (A 1.15 MiB) 1.14x,
+// 256x2048x512 and 128x4096x512 (A 2 MiB) 1.11x and 1.24x.
 struct GemmTiling {
   int lanes = 8;
   int vectors = 2;
   int rows = 6;
+  int64_t columnsOuterMaxA = int64_t{512} << 10;
 };
 
 // One of glibc's vector math (libmvec) variants: its ISA letter in the

@@ -423,6 +423,7 @@ Expected<Plan> buildPlan(const Graph& g, const PlanOptions& opts) {
   KF_ASSIGN_OR_RETURN(auto passes, parsePlanPipeline(standardPlanPipeline(opts.inplace)));
   for (const auto& pass : passes) KF_RETURN_IF_ERROR(pass->run(plan, PassContext{}).status());
   markPackedFilters(plan, opts.packFilters);
+  markPackedGemms(plan, opts.packGemms);
   return plan;
 }
 

@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "exec/packed_filter.h"
+#include "exec/packed_gemm.h"
 #include "exec/plan.h"
 
 namespace kfuse {
@@ -35,6 +36,10 @@ struct PlanOptions {
   // markPackedFilters, run last by buildPlan); null: none. The cpu target's
   // says per CPU (Backend::packFilters).
   PackedFilterPolicy packFilters;
+  // Which GEMMs run over a packed B (exec/packed_gemm.h's markPackedGemms,
+  // run last by buildPlan); null: none. The cpu target's says per CPU
+  // (Backend::packGemms).
+  PackedGemmPolicy packGemms;
 };
 
 // `lower`: the plan of `g` before any plan pass (codegen/plan/plan_pass.h):

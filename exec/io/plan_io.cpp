@@ -15,6 +15,7 @@
 #include "exec/io/json_read.h"
 #include "exec/io/kernel_io.h"
 #include "exec/packed_filter.h"
+#include "exec/packed_gemm.h"
 
 namespace kfuse {
 namespace {
@@ -43,18 +44,20 @@ constexpr std::array<std::string_view, 3> kConvDirections = {"forward", "grad_in
 // ---- steps
 
 ojson writeGemm(const GemmSpec& g) {
-  return ojson{{"a", g.a},
-               {"b", g.b},
-               {"c", g.c},
-               {"transA", g.transA},
-               {"transB", g.transB},
-               {"m", g.m},
-               {"n", g.n},
-               {"k", g.k},
-               {"batch", g.batch},
-               {"aBatchStrides", g.aBatchStrides},
-               {"bBatchStrides", g.bBatchStrides},
-               {"cBatchStrides", g.cBatchStrides}};
+  ojson o{{"a", g.a},
+          {"b", g.b},
+          {"c", g.c},
+          {"transA", g.transA},
+          {"transB", g.transB},
+          {"m", g.m},
+          {"n", g.n},
+          {"k", g.k},
+          {"batch", g.batch},
+          {"aBatchStrides", g.aBatchStrides},
+          {"bBatchStrides", g.bBatchStrides},
+          {"cBatchStrides", g.cBatchStrides}};
+  if (g.packedB) o["packedB"] = true;  // absent: B as it is (older packages too)
+  return o;
 }
 
 ojson writeConv(const ConvSpec& c) {
@@ -340,6 +343,10 @@ class PlanReader {
       for (const auto* s : {&g.aBatchStrides, &g.bBatchStrides, &g.cBatchStrides})
         if (s->size() != g.batch.size())
           fail(str("batch strides ", formatDims(*s), " for batch ", formatDims(g.batch)));
+      if (o.contains("packedB")) {
+        g.packedB = boolAt(o, "packedB");
+        if (g.packedB && !packedGemmShape(g)) fail("packedB on a GEMM that has no packed form (exec/packed_gemm.h)");
+      }
       DType dt = typeOf(g.c).dtype;
       if (typeOf(g.a).dtype != dt || typeOf(g.b).dtype != dt)
         fail(str("operands ", formatType(typeOf(g.a)), " and ", formatType(typeOf(g.b)), " for a result ",

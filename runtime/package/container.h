@@ -61,13 +61,18 @@ namespace kfuse::package {
 // (ConvSpec::packedFilter, decided per CPU when the plan was built: taps
 // too where the CPU's tiling says), still listing them: format 11's list
 // marks its plans' steps when read, and older packages, which pack none,
-// run as compiled.
-inline constexpr uint32_t kFormatVersion = 12;
+// run as compiled; format 13 marks packed GEMMs in the plan too
+// (GemmSpec::packedB, decided per CPU when the plan was built: how large an
+// A a GEMM that runs columns outer may stream is the CPU's tiling's to
+// say), still listing them: an older package's list marks its plans' steps
+// when read.
+inline constexpr uint32_t kFormatVersion = 13;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;
 inline constexpr uint32_t kLargeWholePlanesFormatVersion = 9;
 inline constexpr uint32_t kMarkedPackedFiltersFormatVersion = 12;
+inline constexpr uint32_t kMarkedPackedGemmsFormatVersion = 13;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

@@ -1,6 +1,7 @@
 #include "runtime/package/package.h"
 
 #include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -168,26 +169,47 @@ Status epilogueAgrees(const PackageFunction& f, size_t step, const std::vector<s
                    " its epilogue, and this kfuse would run it ", inside ? after : str("inside", hint)));
 }
 
-// Whether the package lists as compiled with a packed filter exactly the
-// convolutions its plan marks so, where exec/packed_filter.h allows one: the
-// runner passes the filter the plan says.
-Status packedFiltersAgree(const PackageFunction& f) {
-  std::vector<size_t> listed = f.packedFilters, marked;
+// What a package's list of steps compiled over a packed operand is called
+// in its errors: "convolution", "its filter", "filter", "packed filters",
+// "exec/packed_filter.h".
+struct PackedOperand {
+  std::string_view step, operand, noun, list, rule;
+};
+
+// Whether the package lists as compiled over a packed operand exactly the
+// steps its plan marks so (`marked`), where the rule allows one (`fits`):
+// the runner passes the operand the plan says.
+Status packedStepsAgree(const PackageFunction& f, std::vector<size_t> listed,
+                        const std::function<bool(const Step&)>& marked,
+                        const std::function<bool(const Plan&, size_t)>& fits, const PackedOperand& w) {
   std::sort(listed.begin(), listed.end());
+  std::vector<size_t> marks;
   for (size_t s = 0; s < f.plan->steps.size(); ++s)
-    if (f.plan->steps[s].kind() == StepKind::Conv && f.plan->steps[s].conv().packedFilter) marked.push_back(s);
+    if (marked(f.plan->steps[s])) marks.push_back(s);
   for (size_t s : listed)
-    if (!packedFilterFits(*f.plan, s)) {
-      const bool isMarked = std::binary_search(marked.begin(), marked.end(), s);
-      return Error(str("function @", f.name, ": the convolution at step ", s,
-                       " was compiled to read its filter packed, and its plan ",
-                       isMarked ? "allows no packed filter there (exec/packed_filter.h)" : "does not say so"));
+    if (!fits(*f.plan, s)) {
+      const bool isMarked = std::binary_search(marks.begin(), marks.end(), s);
+      const std::string why = isMarked ? str("allows no packed ", w.noun, " there (", w.rule, ")") : "does not say so";
+      return Error(str("function @", f.name, ": the ", w.step, " at step ", s, " was compiled to read ", w.operand,
+                       " packed, and its plan ", why));
     }
-  for (size_t s : marked)
+  for (size_t s : marks)
     if (!std::binary_search(listed.begin(), listed.end(), s))
-      return Error(str("function @", f.name, ": the plan marks the convolution at step ", s,
-                       " to read its filter packed, and the package does not list it among its packed filters"));
+      return Error(str("function @", f.name, ": the plan marks the ", w.step, " at step ", s, " to read ", w.operand,
+                       " packed, and the package does not list it among its ", w.list));
   return Status::ok();
+}
+
+Status packedFiltersAgree(const PackageFunction& f) {
+  return packedStepsAgree(
+      f, f.packedFilters, [](const Step& s) { return s.kind() == StepKind::Conv && s.conv().packedFilter; },
+      packedFilterFits, {"convolution", "its filter", "filter", "packed filters", "exec/packed_filter.h"});
+}
+
+Status packedGemmsAgree(const PackageFunction& f) {
+  return packedStepsAgree(
+      f, f.packedGemms, [](const Step& s) { return s.kind() == StepKind::Gemm && s.gemm().packedB; }, packedGemmFits,
+      {"GEMM", "B", "B", "packed GEMMs", "exec/packed_gemm.h"});
 }
 
 MetaSection readMeta(const json& j) {
@@ -308,9 +330,14 @@ Status Package::read() {
     KF_ASSIGN_OR_RETURN(std::string_view planText, section(planSection(i)));
     auto plan = parsePlan(planText, weights_);
     if (!plan) return fail(plan.error());
-    if (meta_.formatVersion < package::kMarkedPackedFiltersFormatVersion)  // the list says (packedFiltersAgree checks)
+    // Older packages' lists say what their plans do not mark (the *Agree
+    // checks below hold either way).
+    if (meta_.formatVersion < package::kMarkedPackedFiltersFormatVersion)
       for (size_t s : f.packedFilters)
         if (s < plan->steps.size() && plan->steps[s].kind() == StepKind::Conv) plan->steps[s].conv().packedFilter = true;
+    if (meta_.formatVersion < package::kMarkedPackedGemmsFormatVersion)
+      for (size_t s : f.packedGemms)
+        if (s < plan->steps.size() && plan->steps[s].kind() == StepKind::Gemm) plan->steps[s].gemm().packedB = true;
     if (plan->function != f.name) return fail(Error(str("plan ", i, " is @", plan->function, ", the meta says @", f.name)));
     if (Status s = checkPlanParams(*plan, meta_); !s) return fail(s.error());
     f.plan = std::make_shared<const Plan>(std::move(*plan));
@@ -339,10 +366,12 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": packed filter at step ", s,
                               ", which is not a direct convolution")));
     if (Status e = packedFiltersAgree(f); !e) return fail(e.error());
-    for (size_t s : f.packedGemms) {
-      if (!packedGemmFits(*f.plan, s))
+    for (size_t s : f.packedGemms)
+      if (!packedGemmAllowed(*f.plan, s))
         return fail(Error(str("function @", f.name, ": packed GEMM at step ", s,
                               ", which is not a GEMM whose B stays constant (exec/packed_gemm.h)")));
+    if (Status e = packedGemmsAgree(f); !e) return fail(e.error());
+    for (size_t s : f.packedGemms) {
       if (Status e = epilogueAgrees(f, s, f.packedEpilogues, static_cast<bool>(packedEpilogue(*f.plan, s)),
                                     "packed GEMM", "after the GEMM", "");
           !e)

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "codegen/backend.h"
 #include "codegen/plan/plan_builder.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
@@ -28,12 +29,15 @@ std::unique_ptr<Module> preparedModule(const char* text);
 // sums on the way).
 std::string cpuMatchesInterpreter(Module& m, const std::vector<Tensor>& args, int threads = 0, double tol = 1e-5);
 
-// Each step of `kind` in the first function's plan with the verdict of
+// Each step of `kind` in the first function's plan for this machine's CPU
+// (the cpu target's plan options) with the verdict of
 // `rule` (packedEpilogue, convEpilogue: Expected<T>(const Plan&, size_t)) on
 // it: "" where it holds, else its error.
 template <typename Rule>
 std::vector<std::string> verdicts(const Module& m, StepKind kind, Rule rule) {
-  auto plan = buildPlan(*m.functions().front());
+  auto options = cpuPlanOptions("");
+  EXPECT_TRUE(options) << options.error().message();
+  auto plan = buildPlan(*m.functions().front(), options ? *options : PlanOptions{});
   EXPECT_TRUE(plan) << plan.error().message();
   std::vector<std::string> out;
   for (size_t s = 0; plan && s < plan->steps.size(); ++s) {

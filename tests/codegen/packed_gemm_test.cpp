@@ -96,8 +96,9 @@ TEST(PackedGemm, RefusesWhatItCannotCompute) {
   EXPECT_NE(bad.error().message().find("does not divide the packed panel"), std::string::npos);
 }
 
-// Inference weights and constants are packed; a GEMM whose B is computed,
-// or a weight the plan updates, goes to BLAS.
+// Inference weights and constants are packed, marked so when the plan is
+// built; a GEMM whose B is computed, or a weight the plan updates, goes to
+// BLAS. Which GEMMs that run columns outer pack is the CPU's to say.
 TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
   auto m = parseModule(R"(module @m {
   param @w : f32[8,16]
@@ -108,32 +109,55 @@ TEST(PackedGemm, PacksOnlyWhatNoStepWrites) {
   }
 })", "packed.kir");
   ASSERT_TRUE(m) << m.error().message();
-  auto plan = buildPlan(*(*m)->functions().front());
+  const Graph& fn = *(*m)->functions().front();
+  const PackedGemmPolicy avx2 = cpu::packedGemmPolicy(testing::subtargetNamed("haswell").gemm);
+  const PackedGemmPolicy avx512 = cpu::packedGemmPolicy(testing::subtargetNamed("skylake-avx512").gemm);
+  auto plan = buildPlan(fn, {.packGemms = avx2});
   ASSERT_TRUE(plan) << plan.error().message();
   std::vector<size_t> gemms;
   for (size_t s = 0; s < plan->steps.size(); ++s)
     if (plan->steps[s].kind() == StepKind::Gemm) gemms.push_back(s);
   ASSERT_EQ(gemms.size(), 2u);
   EXPECT_EQ(packedGemmSteps(*plan), std::vector<size_t>{gemms[0]});
+  EXPECT_TRUE(plan->steps[gemms[0]].gemm().packedB);
+  EXPECT_FALSE(plan->steps[gemms[1]].gemm().packedB);  // B is computed
+  auto unmarked = buildPlan(fn, {});  // no policy (the interpreter's and cuda's plans): none
+  ASSERT_TRUE(unmarked) << unmarked.error().message();
+  EXPECT_TRUE(packedGemmSteps(*unmarked).empty());
   // Columns outer where B is past what a block of rows streams from cache:
-  // k past kPackedMaxK, or B past 2 MiB; packed only while A fits the L2.
+  // k past kPackedMaxK, or B past 2 MiB; packed while A is small enough for
+  // the CPU's blocks to stream (GemmTiling::columnsOuterMaxA).
   Plan large = *plan;
   GemmSpec& g = large.steps[gemms[0]].gemm();
+  auto packs = [&](const PackedGemmPolicy& policy) {
+    markPackedGemms(large, policy);
+    return packedGemmSteps(large) == std::vector<size_t>{gemms[0]};
+  };
   EXPECT_FALSE(packedColumnsOuter(g));
   g.k = kPackedMaxK + 1;  // a classifier head: 4 rows of A, 16 KB
   EXPECT_TRUE(packedColumnsOuter(g));
-  EXPECT_EQ(packedGemmSteps(large), std::vector<size_t>{gemms[0]});
+  EXPECT_TRUE(packs(avx2));
+  EXPECT_TRUE(packs(avx512));
   g.m = 128;  // A of 513 KB
-  EXPECT_TRUE(packedGemmSteps(large).empty());
+  EXPECT_FALSE(packs(avx2));
+  EXPECT_TRUE(packs(avx512));
   g.m = 4;
   g.k = 1024;  // B of 2.2 MB
   g.n = 544;
   EXPECT_TRUE(packedColumnsOuter(g));
-  EXPECT_EQ(packedGemmSteps(large), std::vector<size_t>{gemms[0]});
-  g.m = 200;  // A of 800 KB would stream from further than the L2
-  EXPECT_TRUE(packedGemmSteps(large).empty());
+  EXPECT_TRUE(packs(avx2));
+  g.m = 200;  // A of 800 KB
+  EXPECT_FALSE(packs(avx2));
+  EXPECT_TRUE(packs(avx512));
+  g.m = 600;  // A of 2.4 MB, past what was measured
+  EXPECT_FALSE(packs(avx512));
+  EXPECT_FALSE(packs(nullptr));
+  // A mark on a GEMM whose weight the plan updates packs nothing.
   plan->updates.emplace_back("w", plan->steps[gemms[0]].gemm().c);
+  EXPECT_TRUE(plan->steps[gemms[0]].gemm().packedB);
   EXPECT_TRUE(packedGemmSteps(*plan).empty());
+  markPackedGemms(*plan, avx512);
+  EXPECT_FALSE(plan->steps[gemms[0]].gemm().packedB);
 }
 
 // Each GEMM step with its packedEpilogue verdict ("" when it runs inside).
@@ -203,11 +227,11 @@ TEST(PackedGemm, EpiloguesKeepTheirVectorMath) {
   }
 })");
   ASSERT_TRUE(m);
-  auto plan = buildPlan(*m->functions().front());
+  const cpu::CpuSubtarget& haswell = testing::subtargetNamed("haswell");
+  auto plan = buildPlan(*m->functions().front(), {.packGemms = cpu::packedGemmPolicy(haswell.gemm)});
   ASSERT_TRUE(plan) << plan.error().message();
   std::vector<size_t> gemms = packedGemmSteps(*plan);
   ASSERT_EQ(gemms.size(), 1u);
-  const cpu::CpuSubtarget& haswell = testing::subtargetNamed("haswell");
   cpu::PackedGemm gemm = cpu::packedGemmOf(*plan, gemms[0], "gemm_tanh", haswell.gemm);
   ASSERT_NE(gemm.epilogue, nullptr) << "the tanh must run inside the GEMM";
   cpu::CompileOptions options;

@@ -358,9 +358,9 @@ TEST(MemoryReport, CnnTrainingAndInferencePeakIsWhatTheRunnerAllocates) {
   // conv1: 3*3*3 taps x 144 pixels, conv2: 8*3*3 x 144, f32, for each
   // convolution the CPU runs as im2col + GEMM; those it runs as direct
   // convolutions (12-pixel rows fill 4 lanes) get none.
-  auto policies = cpuConvPolicies(cpu);
-  ASSERT_TRUE(policies) << policies.error().message();
-  ConvWorkspacePolicy im2col = policies->workspace;
+  auto planning = cpuPlanOptions(cpu);
+  ASSERT_TRUE(planning) << planning.error().message();
+  ConvWorkspacePolicy im2col = planning->convWorkspace;
   uint64_t patches = 0;
   for (const Step& s : t->trainPlan()->steps) {
     if (s.kind() != StepKind::Conv) continue;

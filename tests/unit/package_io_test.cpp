@@ -374,6 +374,37 @@ TEST(PlanIo, PackedFilterMarksTravelAndBadOnesAreRefused) {
       << refused.error().message();
 }
 
+// A GEMM's packed-B mark (GemmSpec::packedB) travels with the plan; on a
+// GEMM with no packed form (a batch), a plan marking one is refused.
+TEST(PlanIo, PackedGemmMarksTravelAndBadOnesAreRefused) {
+  auto m = parseModule(R"(module @m {
+  param @w : f32[8,16]
+  func @forward(%x: f32[4,8], %y: f32[2,4,16], %z: f32[2,16,3]) -> (f32[4,16], f32[2,4,3]) {
+    %0 = matmul %x, @w : f32[4,16]
+    %1 = matmul %y, %z : f32[2,4,3]
+    return %0, %1
+  }
+})", "packed.kir");
+  ASSERT_TRUE(m) << m.error().message();
+  auto plan = buildPlan(*(*m)->functions().front(), {.packGemms = [](const GemmSpec&) { return true; }});
+  ASSERT_TRUE(plan) << plan.error().message();
+  std::vector<size_t> gemms;
+  for (size_t s = 0; s < plan->steps.size(); ++s)
+    if (plan->steps[s].kind() == StepKind::Gemm) gemms.push_back(s);
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_TRUE(plan->steps[gemms[0]].gemm().packedB);
+  EXPECT_FALSE(plan->steps[gemms[1]].gemm().packedB);  // a batch of two, B an argument
+  Plan parsed = roundTrip(*plan);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(packedGemmSteps(parsed), std::vector<size_t>{gemms[0]});
+  plan->steps[gemms[1]].gemm().packedB = true;
+  ConstantList constants;
+  auto refused = parsePlan(serializePlan(*plan, constants), constantMap(constants));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("packedB on a GEMM that has no packed form"), std::string::npos)
+      << refused.error().message();
+}
+
 // ---- malformed text
 
 void expectError(const std::string& text, const TensorMap& constants, const std::vector<std::string>& words) {

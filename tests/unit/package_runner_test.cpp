@@ -341,16 +341,32 @@ TEST(PackageRunner, OlderKernelsWithAPrologueAreRefused) {
   EXPECT_TRUE(older) << older.error().message();
 }
 
-// An inference package's GEMMs read packed weights and give what BLAS
-// gives (a package that lists none, as older ones, calls BLAS); a listing
-// that names a step which is no such GEMM is refused.
+// The package's plan with no GEMM marked to read B packed (as format 12
+// and older wrote them).
+void unmarkGemms(PackageContents& c) {
+  Plan plan = *c.functions[0].plan;
+  for (Step& s : plan.steps)
+    if (s.kind() == StepKind::Gemm) s.gemm().packedB = false;
+  c.functions[0].plan = std::make_shared<const Plan>(std::move(plan));
+}
+
+// An inference package's GEMMs read packed weights, marked so in the plan
+// and listed, and give what BLAS gives (a package that marks and lists
+// none, as older ones, calls BLAS); a listing that names a step which is no
+// such GEMM, or that disagrees with the plan's marks, is refused; format
+// 12's list marks its plans when read.
 TEST(PackageRunner, PackedGemmsRunWhereThePackageSaysSo) {
   auto pkg = compileExample("examples/mlp/mlp.kir", false);
   const PackageFunction& f = pkg->functions().front();
   ASSERT_EQ(f.packedGemms, (std::vector<size_t>{0, 1, 2}));
+  for (size_t s : f.packedGemms) EXPECT_TRUE(f.plan->steps[s].gemm().packedB);
   Tensor x(f.inputs[0].type);
   for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
-  auto blas = withSteps(*pkg, &PackageFunction::packedGemms, {});
+  auto blas = rewritten(*pkg, [](PackageContents& c) {
+    unmarkGemms(c);
+    c.functions[0].packedGemms.clear();
+    c.functions[0].packedEpilogues.clear();
+  });
   ASSERT_TRUE(blas) << blas.error().message();
   Tensor packed = firstOutput(pkg, f.name, x), library = firstOutput(*blas, f.name, x);
   ASSERT_EQ(packed.numElements(), library.numElements());
@@ -369,6 +385,25 @@ TEST(PackageRunner, PackedGemmsRunWhereThePackageSaysSo) {
                                          "constant"),
             std::string::npos)
       << wrong.error().message();
+
+  auto unlisted = withSteps(*pkg, &PackageFunction::packedGemms, {0, 1});
+  ASSERT_FALSE(unlisted);
+  EXPECT_NE(unlisted.error().message().find("function @forward: the plan marks the GEMM at step 2 to read B packed, "
+                                            "and the package does not list it among its packed GEMMs"),
+            std::string::npos)
+      << unlisted.error().message();
+  auto listedOnly = rewritten(*pkg, unmarkGemms);
+  ASSERT_FALSE(listedOnly);
+  EXPECT_NE(listedOnly.error().message().find("function @forward: the GEMM at step 0 was compiled to read B packed, "
+                                              "and its plan does not say so"),
+            std::string::npos)
+      << listedOnly.error().message();
+  auto older = rewritten(*pkg, unmarkGemms, 12);
+  ASSERT_TRUE(older) << older.error().message();
+  for (size_t s : f.packedGemms) EXPECT_TRUE((*older)->functions().front().plan->steps[s].gemm().packedB);
+  Tensor fromOlder = firstOutput(*older, f.name, x);
+  ASSERT_EQ(fromOlder.numElements(), packed.numElements());
+  for (int64_t i = 0; i < packed.numElements(); ++i) EXPECT_EQ(fromOlder.at(i), packed.at(i)) << i;
 }
 
 TEST(PackageRunner, RefusesCodeForAnotherMachine) {
