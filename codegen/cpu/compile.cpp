@@ -152,6 +152,7 @@ Expected<std::unique_ptr<llvm::Module>> emitFunctions(const CodeBatch& batch, ll
   for (llvm::Function& fn : *module)
     if (fn.hasFnAttribute(kEpilogueAttribute)) forTarget(&fn);  // optimised on their own first
   if (subtarget.inlineExp) inlineExponentials(*module);
+  if (subtarget.inlineErf) inlineErfs(*module);
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) return Error("generated LLVM module does not verify: " + os.str());

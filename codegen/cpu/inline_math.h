@@ -1,6 +1,6 @@
-// Math functions the CPU's kernels compute inline rather than call: LLVM
-// IR built from scalar operations, which the loop vectorizer widens like
-// the rest of a kernel.
+// Math functions the CPU's kernels compute inline rather than call (exp,
+// erf): LLVM IR built from scalar operations, which the loop vectorizer
+// widens like the rest of a kernel.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -18,5 +18,14 @@ llvm::Value* emitExpF32(llvm::IRBuilderBase& b, llvm::Value* x);
 // as the scalar emitter writes them) by emitExpF32's code, before the
 // optimiser vectorises it (CpuSubtarget::inlineExp says where).
 void inlineExponentials(llvm::Module& module);
+
+// erf(x) for an f32 `x` (a scalar or a vector of floats): within 6 ulp of
+// the exact result over every float, +-1 past +-4, NaN for NaN.
+llvm::Value* emitErfF32(llvm::IRBuilderBase& b, llvm::Value* x);
+
+// Replaces every call of erff in `module` (the kernels' erf, as the scalar
+// emitter writes it) by emitErfF32's code, before the optimiser vectorises
+// it (CpuSubtarget::inlineErf says where).
+void inlineErfs(llvm::Module& module);
 
 }  // namespace kfuse::cpu

@@ -207,7 +207,8 @@ Expected<JitObjects> CpuJit::objectsOf(const JitUnits& batch, const CompileOptio
     if (cache_.enabled()) {
       keys[i] = ObjectCache::key({"kfuse cpu object", ObjectCache::codeGeneratorId(), LLVM_VERSION_STRING, t.triple,
                                   t.cpu, t.features, std::to_string(static_cast<int>(options.optLevel)),
-                                  subtarget_.inlineExp ? "exp inline" : "exp called", units[i].description});
+                                  subtarget_.inlineExp ? "exp inline" : "exp called",
+                                  subtarget_.inlineErf ? "erf inline" : "erf called", units[i].description});
       if (auto entry = cache_.load(keys[i])) {
         if ((found[i] = parseEntry(*entry))) {
           ++hits;

@@ -99,6 +99,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
     // lanes; Intel's 512-bit units take either width at the same rate.
     s.conv.halveLastVector = true;
     s.inlineExp = true;
+    s.inlineErf = true;
     // 7 pixels x 3 vectors: 21 accumulators (a 7x7 plane in 7 blocks); 8 x
     // 3, 6 x 4 and 5 x 4 ran 1-10% slower in a hand-written kernel of the
     // same loops (Zen 4, ResNet-50's 2048 -> 512 channels over 7x7).
@@ -117,6 +118,7 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
   } else if (s.level == IsaLevel::AVX || s.level == IsaLevel::AVX2) {
     s.conv = ConvTiling{lanes, 2, 6, false};
     s.gemm = GemmTiling{lanes, 2, 6};
+    s.inlineErf = s.level == IsaLevel::AVX2;
   } else {
     s.conv = ConvTiling{lanes, 2, 4, true};
     s.gemm = GemmTiling{lanes, 2, 6};

@@ -129,6 +129,14 @@ struct CpuSubtarget {
   // with AVX2's and SSE's, the calls were the faster (EfficientNet-B0 14.38
   // against 14.75 ms inline in AVX2 code, 37.8 against 38.8 in SSE code).
   bool inlineExp = false;
+  // Whether kernels compute f32 erf inline (inline_math.h: a rational
+  // function, within 6 ulp) rather than call libmvec's (within 4): AVX2 and
+  // AVX-512, where it took half as long as libmvec's erff in a GELU
+  // (0.35 against 0.70 ns an element with 16 lanes, 0.42 against 0.60 with
+  // 8, Zen 4) and ConvNeXt-tiny's MLPs ran 1.7-2.3% faster (96.5 -> 95.0 ms
+  // with AVX-512, 113.2 -> 110.6 in AVX2 code, one thread). Unmeasured
+  // without FMA, where libmvec's stay.
+  bool inlineErf = false;
   ConvTiling conv;
   GemmTiling gemm;
   // Whether a strided first layer (few input channels: convPhasesPay,

@@ -137,17 +137,21 @@ TEST(CpuElementwise, VectorMathIsWithinFourUlp) {
     // inline where its subtarget says (codegen/cpu/inline_math.h): vector
     // code without a call.
     const std::string& ir = compiled->optimizedIR;
-    if (op == ScalarOp::Exp && sharedJit().subtarget().inlineExp) {
-      for (const char* callee : {"@expf", "@_ZGV", "@llvm.exp."})
-        EXPECT_EQ(ir.find(callee), std::string::npos) << "exp calls " << callee;
-      EXPECT_NE(ir.find("x float> @llvm.fmuladd"), std::string::npos) << "exp is scalar";
+    const bool inlined = (op == ScalarOp::Exp && sharedJit().subtarget().inlineExp) ||
+                         (op == ScalarOp::Erf && sharedJit().subtarget().inlineErf);
+    if (inlined) {
+      for (const char* callee : {"@expf", "@erff", "@_ZGV", "@llvm.exp."})
+        EXPECT_EQ(ir.find(callee), std::string::npos) << scalarOpName(op) << " calls " << callee;
+      EXPECT_NE(ir.find("x float> @llvm.fmuladd"), std::string::npos) << scalarOpName(op) << " is scalar";
     } else if (!sharedJit().subtarget().vectorMath.empty()) {
       EXPECT_NE(ir.find("x float> @_ZGV"), std::string::npos) << scalarOpName(op) << " is scalar";
     }
     std::vector<Tensor> buffers = {in, Tensor(TensorType(DType::F32, {n}))};
     runCompiled(k, compiled->functions[0], buffers);
     auto [worst, worstAt] = worstUlp(in, buffers[1], exact);
-    EXPECT_LE(worst, 4.0) << scalarOpName(op) << " is " << worst << " ulp off at x = " << worstAt;
+    // The inline erf's bound is its own (InlineErfIsWithinSixUlp).
+    const double bound = op == ScalarOp::Erf && inlined ? 6.0 : 4.0;
+    EXPECT_LE(worst, bound) << scalarOpName(op) << " is " << worst << " ulp off at x = " << worstAt;
   }
 }
 
@@ -177,6 +181,41 @@ TEST(CpuElementwise, InlineExponentialIsWithinOneAndAHalfUlp) {
   // (ulpError counts a subnormal result's error in the smallest subnormal.)
   auto [worst, worstAt] = worstUlp(in, buffers[1], [](double x) { return std::exp(x); });
   EXPECT_LE(worst, 1.5) << "exp is " << worst << " ulp off at x = " << worstAt;
+}
+
+// The inline erf (codegen/cpu/inline_math.h), whatever this machine's
+// subtarget decides: within 6 ulp over the sample and the floats about
+// x = 3.749, where its error over every float is largest (5.93 ulp), +-1
+// past +-4, odd, NaN for NaN, and no call left in the code.
+TEST(CpuElementwise, InlineErfIsWithinSixUlp) {
+  cpu::CpuSubtarget inlined = sharedJit().subtarget();
+  inlined.inlineErf = true;
+  auto jit = cpu::CpuJit::create(inlined, "");
+  ASSERT_TRUE(jit) << jit.error().message();
+  std::vector<float> extra = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 4.0f, -4.0f, 4.5f, -7.0f, 1e-30f, -1e-40f};
+  for (float x = 3.7488f; x < 3.7490f; x = std::nextafter(x, 4.0f)) extra.push_back(x);
+  const Tensor in = floatSample(extra);
+  const int64_t all = in.numElements();
+  Kernel k = elementwiseKernel("inline_erf", {all}, {DType::F32}, DType::F32,
+                               [](const std::vector<Scalar>& x) { return unary(ScalarOp::Erf, x[0]); });
+  cpu::CompileOptions options;
+  options.keepOptimizedIR = true;
+  auto compiled = (*jit)->compile(std::span(&k, 1), options);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  for (const char* callee : {"@erff", "@_ZGV"})
+    EXPECT_EQ(compiled->optimizedIR.find(callee), std::string::npos) << "erf calls " << callee;
+  std::vector<Tensor> buffers = {in, Tensor(TensorType(DType::F32, {all}))};
+  runCompiled(k, compiled->functions[0], buffers);
+  auto [worst, worstAt] = worstUlp(in, buffers[1], [](double x) { return std::erf(x); });
+  EXPECT_LE(worst, 6.0) << "erf is " << worst << " ulp off at x = " << worstAt;
+  const int64_t n = all - static_cast<int64_t>(extra.size());  // where the extra values start
+  EXPECT_TRUE(std::isnan(buffers[1].at(n)));
+  EXPECT_EQ(buffers[1].at(n + 1), 1.0);
+  EXPECT_EQ(buffers[1].at(n + 2), -1.0);
+  EXPECT_EQ(buffers[1].at(n + 5), 1.0);
+  EXPECT_EQ(buffers[1].at(n + 6), -1.0);
+  EXPECT_EQ(buffers[1].at(n + 7), 1.0);
+  EXPECT_EQ(buffers[1].at(n + 8), -1.0);
 }
 
 TEST(CpuElementwise, EveryBinaryFloatOp) {

@@ -70,6 +70,8 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     EXPECT_EQ(s.conv.halveLastVector, c.level == IsaLevel::AVX512) << c.cpu;
     // Exponentials inline with 512-bit vectors, libmvec's elsewhere.
     EXPECT_EQ(s.inlineExp, c.level == IsaLevel::AVX512) << c.cpu;
+    // erf inline with FMA (AVX2 and AVX-512), libmvec's elsewhere.
+    EXPECT_EQ(s.inlineErf, c.level == IsaLevel::AVX2 || c.level == IsaLevel::AVX512) << c.cpu;
     // Packed-filter 1x1 blocks: 7 pixels x 3 vectors of channels with 32
     // registers (21 accumulators), 4 x 3 with 16 (12).
     EXPECT_EQ(std::make_pair(s.conv.pointwisePixels, s.conv.pointwiseVectors),
