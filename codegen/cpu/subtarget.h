@@ -133,8 +133,8 @@ struct CpuSubtarget {
   // function, within 6 ulp) rather than call libmvec's (within 4): AVX2 and
   // AVX-512, where it took half as long as libmvec's erff in a GELU
   // (0.35 against 0.70 ns an element with 16 lanes, 0.42 against 0.60 with
-  // 8, Zen 4) and ConvNeXt-tiny's MLPs ran 1.7-2.3% faster (96.5 -> 95.0 ms
-  // with AVX-512, 113.2 -> 110.6 in AVX2 code, one thread). Unmeasured
+  // 8, Zen 4): ConvNeXt-tiny 94.65 -> 90.78 ms with AVX-512, 110.23 ->
+  // 106.28 in AVX2 code, ViT-tiny 25.99 -> 25.25 (one thread). Unmeasured
   // without FMA, where libmvec's stay.
   bool inlineErf = false;
   ConvTiling conv;
