@@ -16,8 +16,9 @@ threads, this process and kfuse_bench are pinned to the same T CPUs (the
 last T the machine has). Each round gives every engine about
 --round-seconds on a model, in an order that rotates from round to round,
 so that a burst of load from the machine's neighbours falls on no engine in
-particular; onnxruntime gets a fresh session every round (its idle workers
-spin, slowing whatever runs beside them: FRESH_EACH_ROUND); the table gives
+particular; onnxruntime and OpenVINO run each round in a process of their
+own (their idle workers spin, slowing whatever runs beside them:
+WORKER_ENGINES); the table gives
 medians over all iterations and the ratio of
 each engine's median to kfuse's (above 1: kfuse faster). Compile times:
 kfuse's import + passes + plan + JIT, onnxruntime's session creation,
@@ -41,14 +42,20 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 ENGINES = ["kfuse", "ort", "openvino", "eager", "compile"]
-# Engines whose sessions are made anew for each round and dropped after it,
-# so that no thread of theirs outlives their rounds. onnxruntime's intra-op
-# workers spin while idle: with every model's session alive through the
-# other engines' rounds (one run each, 2 threads, 2026-12-04), kfuse's
-# MobileNetV2 took 14.98 ms and BERT 24.2, and with the sessions' spinning
-# off 11.09 and 14.39; kfuse alone took 6.4-8.1 and 12.9. Runs on that host
-# moved by up to 50%, so these are an order, not a measure.
-FRESH_EACH_ROUND = {"ort"}
+# Engines that run each round in a process of their own (run_worker), made
+# anew and ended with it, so that no thread of theirs outlives their round.
+# onnxruntime's intra-op workers spin while idle: with every model's session
+# alive through the other engines' rounds (one run each, 2 threads,
+# 2026-12-04), kfuse's MobileNetV2 took 14.98 ms and BERT 24.2, and with the
+# sessions' spinning off 11.09 and 14.39; kfuse alone took 6.4-8.1 and 12.9.
+# OpenVINO's run the same way, so that neither engine's threads, nor its
+# memory, outlive a round. (A two-thread slowdown of every engine seen on
+# 2026-12-05, Zen 4, came and went with the machine, not with them: with
+# each round in a worker, kfuse's SqueezeNet took 6.90 ms in one run of
+# kfuse and OpenVINO's rounds and 3.77 in the next, OpenVINO's 5.27 and
+# 4.54; kfuse's suffers more, its steps split into one static range per
+# thread, so a descheduled CPU holds every step up.)
+WORKER_ENGINES = {"ort", "openvino"}
 
 
 def load_manifest(out: Path) -> dict:
@@ -174,18 +181,11 @@ def bench_threads(args, models, out, threads, cpus):
         torch_mods, torch = torch_models(list(models))
         torch.set_num_threads(threads)
     for n, e in models.items():
-        path = out / e["file"]
         if kfuse:
             runners[(n, "kfuse")] = None
             setup[(n, "kfuse")] = kfuse.compile_s(n)
-        for eng, make in (("ort", make_ort), ("openvino", make_openvino)):
-            if eng in args.engines:
-                try:
-                    runners[(n, eng)], setup[(n, eng)] = make(path, threads)
-                except Exception as ex:  # noqa: BLE001
-                    print(f"  {eng} cannot run {n}: {str(ex).splitlines()[0][:120]}")
-                if eng in FRESH_EACH_ROUND and (n, eng) in runners:
-                    runners[(n, eng)] = lambda make=make, path=path: make(path, threads)[0]  # made per round
+        for eng in WORKER_ENGINES & set(args.engines):
+            runners[(n, eng)] = None  # run_worker's, each round
         for eng, compiled in (("eager", False), ("compile", True)):
             if eng in args.engines:
                 try:
@@ -196,9 +196,13 @@ def bench_threads(args, models, out, threads, cpus):
         if eng == "kfuse":
             probe = kfuse.time(n, 1)[0] / 1e3
             return kfuse.time(n, max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
+        if eng in WORKER_ENGINES:
+            got = run_worker(args, eng, n, threads)
+            if got is None:
+                return []
+            setup.setdefault((n, eng), got["setup_s"])  # the first round's session or compile
+            return got["ms"]
         fn = runners[(n, eng)]
-        if eng in FRESH_EACH_ROUND:
-            fn = fn()  # a session of the round's own, whose threads end with it
         t0 = time.perf_counter()
         fn(feeds[n])
         probe = time.perf_counter() - t0
@@ -208,10 +212,45 @@ def bench_threads(args, models, out, threads, cpus):
         return out
 
     times = alternating_rounds(list(models), args.engines, runners, args.rounds, measure)
+    times = {k: v for k, v in times.items() if v}  # an engine that cannot run a model
     if kfuse:
         kfuse.close()
     return {f"{n}|{e}": {"median_ms": statistics.median(v), "iterations": len(v), "setup_s": setup[(n, e)]}
             for (n, e), v in times.items() if v}
+
+
+def run_worker(args, engine: str, name: str, threads: int):
+    """One round of `engine` on model `name` in a process of its own (this
+    script's --worker mode, on this process's CPUs): {"setup_s", "ms"}, or
+    None, said once, where the engine cannot run the model."""
+    cmd = [sys.executable, __file__, "--worker", engine, "--out", args.out, "--models", name,
+           "--threads", str(threads), "--round-seconds", str(args.round_seconds)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        if (engine, name) not in run_worker.failed:
+            run_worker.failed.add((engine, name))
+            lines = (p.stderr.strip() or "no output").splitlines()
+            print(f"  {engine} cannot run {name}: {lines[-1][:120]}")
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+run_worker.failed = set()
+
+
+def worker(args) -> None:
+    """--worker ENGINE: one round of one model (--models), printed as JSON."""
+    models = load_manifest(Path(args.out))
+    e = models[args.models]
+    path = Path(args.out) / e["file"]
+    feeds = inputs_of(e, Path(args.out))
+    make = {"ort": make_ort, "openvino": make_openvino}[args.worker]
+    fn, setup_s = make(path, int(args.threads))
+    t0 = time.perf_counter()
+    fn(feeds)  # warm
+    probe = time.perf_counter() - t0
+    ms = timed(lambda: fn(feeds), max(1, min(200, int(args.round_seconds / max(probe, 1e-6)))))
+    print(json.dumps({"setup_s": setup_s, "ms": ms}))
 
 
 def timed(fn, reps: int) -> list[float]:
@@ -269,7 +308,10 @@ def main():
     ap.add_argument("--kfuse-bench", default=str(ROOT / "build" / "bench" / "kfuse_bench"))
     ap.add_argument("--json", help="write every median, iteration count and compile time here")
     ap.add_argument("--cpus", help=argparse.SUPPRESS)  # the child process of one thread count
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # one round of one engine (run_worker)
     args = ap.parse_args()
+    if args.worker:
+        return worker(args)
     args.engines = args.engines.split(",")
     out = Path(args.out)
     models = load_manifest(out)
