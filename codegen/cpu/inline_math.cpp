@@ -76,32 +76,27 @@ Value* emitErfF32(llvm::IRBuilderBase& b, Value* x) {
   return b.CreateSelect(below, fc(-1.0), b.CreateSelect(above, fc(1.0), y));
 }
 
-void inlineErfs(llvm::Module& module) {
-  llvm::Function* erf = module.getFunction("erff");
-  if (!erf) return;
+namespace {
+
+// Every call of `callee` in `module` (declared only where a kernel calls it:
+// LLVM 14 has no lookup that would not declare it) replaced by emit's code.
+void replaceCalls(llvm::Module& module, const char* callee, Value* (*emit)(llvm::IRBuilderBase&, Value*)) {
+  llvm::Function* fn = module.getFunction(callee);
+  if (!fn) return;
   std::vector<llvm::CallInst*> calls;
-  for (llvm::User* u : erf->users())
+  for (llvm::User* u : fn->users())
     if (auto* call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
   for (llvm::CallInst* call : calls) {
     llvm::IRBuilder<> b(call);
-    call->replaceAllUsesWith(emitErfF32(b, call->getArgOperand(0)));
+    call->replaceAllUsesWith(emit(b, call->getArgOperand(0)));
     call->eraseFromParent();
   }
 }
 
-void inlineExponentials(llvm::Module& module) {
-  // Declared only where a kernel computes one (LLVM 14 has no lookup that
-  // would not declare it).
-  llvm::Function* exp = module.getFunction("llvm.exp.f32");
-  if (!exp) return;
-  std::vector<llvm::CallInst*> calls;
-  for (llvm::User* u : exp->users())
-    if (auto* call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
-  for (llvm::CallInst* call : calls) {
-    llvm::IRBuilder<> b(call);
-    call->replaceAllUsesWith(emitExpF32(b, call->getArgOperand(0)));
-    call->eraseFromParent();
-  }
-}
+}  // namespace
+
+void inlineExponentials(llvm::Module& module) { replaceCalls(module, "llvm.exp.f32", emitExpF32); }
+
+void inlineErfs(llvm::Module& module) { replaceCalls(module, "erff", emitErfF32); }
 
 }  // namespace kfuse::cpu
