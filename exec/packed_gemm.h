@@ -45,7 +45,10 @@ bool packedGemmFits(const Plan& plan, size_t step);
 // so A is what streams, and how large an A still pays is the CPU's tiling's
 // to say (codegen/cpu/subtarget.h's GemmTiling::columnsOuterMaxA). Work
 // units are then panels, not rows, and there is no epilogue (a row of C is
-// complete only at the end).
+// complete only at the end). gemm_bench, one thread, AVX2, against
+// OpenBLAS: an LM head 128x256x50257 1.04-1.12x, 128x768x3072 1.03-1.06x;
+// classifier heads 1x1280x1000 3.2x and 1x2048x1000 3.4-4.3x (OpenBLAS
+// packs their whole B on every call); 32x2048x1024 1.16-1.26x.
 inline constexpr int64_t kPackedMaxK = 1024;
 inline constexpr int64_t kPackedMaxBytes = int64_t{2} << 20;
 bool packedColumnsOuter(const GemmSpec& g);
