@@ -167,10 +167,10 @@ void PointwiseEmitter::emitTapBlock(Value* n, Value* o0, int vectors, Value* oy,
   startBlock(o0, vectors, columns);
   const std::vector<Value*> panelStart = panelStarts(o0, vectors);
   const int64_t period = c_.livePeriod();
-  // Every tap of an input channel in one loop body: the packed filter's
-  // rows of a channel lie together. (One tap per pass over the channels,
-  // each pass reading every ninth row, was slower: ResNet-18's 3x3 layers
-  // over 7x7 2.07 -> 2.52 ms.)
+  // A filter row's taps of an input channel in one loop body: their rows
+  // of the packed filter lie together. (One tap per pass over the
+  // channels, each pass reading every ninth row, was slower: ResNet-18's
+  // 3x3 layers over 7x7 2.07 -> 2.52 ms.)
   for (int64_t ky = 0; ky < c_.kh; ++ky) {
     Value* iy = b_.CreateSub(oy, i64(c_.padTop - ky));
     code_.when(b_.CreateICmpULT(iy, i64(c_.h)), "row", [&] {
