@@ -245,14 +245,18 @@ Expected<Backend> backendFor(std::string_view target, const BackendOptions& o) {
   if (target != "cpu" && !o.cpu.empty()) return Error(str("--cpu applies to --target=cpu, not ", target));
   // Layout selection after simplification and before fusion, with the
   // target's measured cost model (passes/layout_cost.cpp); on the cpu,
-  // strided first layers over their input's phases first
-  // (passes/direct_conv.h), so that the layout pass prices what runs.
+  // strided layers over their input's phases first (passes/direct_conv.h),
+  // so that the layout pass prices what runs: first layers where the CPU's
+  // subtarget says they pay, and no layer its packed filters run strided.
   std::string phases;
   if (target == "cpu") {
     phases = ",conv-phases";
 #if KFUSE_HAS_LLVM_JIT
     KF_ASSIGN_OR_RETURN(cpu::CpuSubtarget subtarget, cpuSubtargetFor(o.cpu));
-    if (!subtarget.firstLayerPhases) phases = ",conv-phases{first-layers=false}";
+    std::vector<std::string> options;
+    if (!subtarget.firstLayerPhases) options.push_back("first-layers=false");
+    if (subtarget.conv.packedTaps) options.push_back("strided-packed=true");
+    if (!options.empty()) phases += str("{", join(options, " "), "}");
 #endif
   }
   std::string prepare = str(kSimplify, phases, ",layout{mode=", o.layout, " target=", target, "}");

@@ -82,7 +82,9 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
                      " outputs"));
   // Each block is one call of the cut kernel: a depthwise convolution's
   // blocks, one channel's row, were too short to pay for it.
-  const int64_t og = c.o / std::max<int64_t>(c.groups, 1), pixels = c.wholePlanes() ? c.oh * c.ow : c.ow;
+  // A packed filter's code (codegen/cpu) completes whole planes too.
+  const bool wholePlanes = c.wholePlanes() || c.packedFilter;
+  const int64_t og = c.o / std::max<int64_t>(c.groups, 1), pixels = wholePlanes ? c.oh * c.ow : c.ow;
   if (og * pixels < kMinConvEpilogueUnit)
     return Error(str("a unit of its work holds ", og * pixels, " outputs, fewer than ", kMinConvEpilogueUnit));
   const int64_t blockBytes = std::min(og, kConvEpilogueBlockChannels) * pixels * int64_t{sizeof(float)};
@@ -91,7 +93,7 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
                      kMaxConvEpilogueBlockBytes, " it may to stay in the first-level cache"));
   // A reduction must fold each output plane, which only whole-plane blocks
   // hold complete.
-  if (!k.reduce.empty() && (k.reducePoints() != c.oh * c.ow || !c.wholePlanes()))
+  if (!k.reduce.empty() && (k.reducePoints() != c.oh * c.ow || !wholePlanes))
     return Error("it reduces across blocks");
   Shape space = k.outer;
   space.insert(space.end(), k.reduce.begin(), k.reduce.end());

@@ -5,16 +5,15 @@
 namespace kfuse {
 
 bool packedFilterShape(const ConvSpec& c) {
-  const int64_t pixels = c.oh * c.ow;
-  const bool fewChannels = pixels > kPackedFilterSmallPixels && c.c * c.kh * c.kw < kPackedFilterMinChannels;
-  // Taps over a plane taken whole: at stride 1 and as wide as its input,
-  // every tap of every output pixel reads an input row of the plane or
-  // none (the code skips those).
-  const bool tapsOverWholePlanes = c.wholePlanes() && c.dilH == 1 && c.dilW == 1;
-  return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast &&
-         (c.pointwise() || tapsOverWholePlanes) && c.groups == 1 && (c.liveTaps.empty() || !c.pointwise()) &&
-         c.o % kPackedFilterChannels == 0 && c.o > 0 && c.c > 0 && c.n > 0 && pixels <= kPackedFilterMaxPixels &&
-         !fewChannels && ops::directConvPlaneFills(pixels, kPackedFilterChannels);
+  // Taps over a plane taken whole (at stride 1 and as wide as its input)
+  // or strided: every tap of every output pixel reads an input row of the
+  // plane or none (the code skips those), and each pixel's input is a
+  // broadcast wherever it lies.
+  const bool taps = (c.wholePlanes() && c.dilH == 1 && c.dilW == 1) ||
+                    ops::packedFilterStrided(c.strideH, c.strideW, c.dilH, c.dilW);
+  return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast && (c.pointwise() || taps) &&
+         c.groups == 1 && (c.liveTaps.empty() || !c.pointwise()) && c.c > 0 && c.n > 0 &&
+         ops::packedFilterPlanes(c.o, packedFilterRows(c), c.oh, c.ow);
 }
 
 bool packedFilterAllowed(const Plan& plan, size_t step) {

@@ -3,7 +3,7 @@
 // once (below), instead of with pixels across the lanes
 // (codegen/cpu/conv_emitter.h): 1x1 ones, and where the CPU's tiling says,
 // taps over whole planes (a "same" 3x3; a strided layer over its input's
-// phases). The rule below says which may; the target's policy which do,
+// phases) and strided layers read in place. The rule below says which may; the target's policy which do,
 // when the plan is built, marking them in the plan (ConvSpec::packedFilter)
 // for code generation, packages and the runner to read.
 //
@@ -34,34 +34,19 @@
 
 namespace kfuse {
 
-// Planes of at most this many pixels (14x14), and at least this many filter
-// rows (input channels x taps) where a plane takes more than
-// kPackedFilterSmallPixels (8x8). A block's sums reach the output planes
-// by scatters, one per vector of channels per pixel, whose cost the input
-// channels pay for: over 14x14,
-// MobileNetV2's 1x1 layers from 64 and 96 channels ran 10-25% slower
-// packed (103 -> 127 us, 228 -> 249), ResNet-50's from 256 and 1024 4-10%
-// faster (1178 -> 1057, 2072 -> 1916), where pixels across 16 lanes fill
-// 196 of 208; over 7x7 (49 of 64) every one of them ran faster, from 160
-// channels 113 -> 93 us, from 320 374 -> 313 (Zen 4, one thread).
-inline constexpr int64_t kPackedFilterMaxPixels = 196;
-inline constexpr int64_t kPackedFilterSmallPixels = 64;
-inline constexpr int64_t kPackedFilterMinChannels = 256;
-// Output channels come in multiples of this (the widest vectors' lanes), and
-// so do the work units a range of them starts on (exec/parallel.h's
-// directConvWork): every block is whole vectors.
-inline constexpr int64_t kPackedFilterChannels = 16;
+// Which planes and filters pay (ops::packedFilterPlanes, beside the other
+// geometry rules the graph passes read too).
+using ops::kPackedFilterChannels;
 
 // Whether convolution `c`'s shape may run with a packed filter: a forward
 // NCHW 1x1 convolution at stride 1 without padding (ConvSpec::pointwise),
-// every tap live, or one with taps over whole planes without dilation
-// (ConvSpec::wholePlanes: stride 1, rows as wide as the input's), one
-// group, an OIHW filter, output channels a multiple of
-// kPackedFilterChannels, and planes of at most kPackedFilterMaxPixels
-// (more than kPackedFilterSmallPixels from kPackedFilterMinChannels filter
-// rows on) that fill three quarters of the 16-lane vectors they would
-// take: such a convolution runs directly whatever the CPU's lanes
-// (codegen/cpu's directConvFits), whichever form its plan marks.
+// every tap live, one with taps over whole planes without dilation
+// (ConvSpec::wholePlanes: stride 1, rows as wide as the input's), or one
+// strided by 2 without dilation (ops::packedFilterStrided); one group, an
+// OIHW filter, and planes and filter rows ops::packedFilterPlanes takes.
+// Such a convolution runs directly whatever the CPU's lanes (codegen/cpu's
+// directConvFits; a strided one where the CPU packs taps), whichever form
+// its plan marks.
 bool packedFilterShape(const ConvSpec& c);
 
 // Whether Conv step `step` of `plan` may read its filter packed:

@@ -31,7 +31,7 @@ const std::vector<PassInfo>& allPasses() {
       {"conv-phases",
        "strided convolutions as stride-1 convolutions over their input's phases (space-to-depth), where the cpu "
        "target's rules say it pays; fixed filters only (options: first-layers=true|false: whether layers over few "
-       "channels are taken)",
+       "channels are taken; strided-packed=true|false: whether layers a packed filter runs strided stay)",
        createConvPhasesPass},
       simple("cse", "merges nodes computing the same op on the same operands", createCSEPass),
       {"data-parallel",

@@ -63,7 +63,9 @@ bool directConvSupports(const ConvSpec& c);
 
 // Whether `c` runs as a direct convolution with `t`: supported, f32
 // computation (half storage is widened to f32 before), and output rows that
-// fill the lanes they take (passes/direct_conv.h's rule).
+// fill the lanes they take (passes/direct_conv.h's rule), or a strided
+// layer whose filter the CPU packs (ConvTiling::packedTaps and
+// exec/packed_filter.h's packedFilterShape).
 bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t);
 
 // The plan-building policy that gives exactly the convolutions that do not

@@ -157,8 +157,12 @@ void PointwiseEmitter::emitBlock(Value* n, Value* o0, int vectors, Value* p0, in
 }
 
 // Output row oy, columns [ox0, ox0 + columns), of channels [o0, o0 + vectors
-// * lanes): the bias plus every input channel's live taps. A filter row ky
-// runs where its input row lies in the plane (a test per row); a pixel
+// * lanes): the bias plus every input channel's live taps. Output pixel
+// (oy, ox) reads tap (ky, kx) at input row oy * stride + ky - pad and column
+// ox * stride + kx - pad: a strided layer reads its input where it lies
+// (ops::packedFilterStrided), each pixel's input a broadcast of its own. A
+// filter row ky runs where its input row lies in the plane (a test per
+// row); a pixel
 // whose tap reads a padding column, and a tap the filter's live_taps say is
 // zero for the input channel (a strided layer's phases: conv-phases), are
 // left out where the code is generated, the channels unrolled by the
@@ -172,7 +176,7 @@ void PointwiseEmitter::emitTapBlock(Value* n, Value* o0, int vectors, Value* oy,
   // channels, each pass reading every ninth row, was slower: ResNet-18's
   // 3x3 layers over 7x7 2.07 -> 2.52 ms.)
   for (int64_t ky = 0; ky < c_.kh; ++ky) {
-    Value* iy = b_.CreateSub(oy, i64(c_.padTop - ky));
+    Value* iy = b_.CreateSub(b_.CreateMul(oy, i64(c_.strideH)), i64(c_.padTop - ky));
     code_.when(b_.CreateICmpULT(iy, i64(c_.h)), "row", [&] {
       code_.loop(c_.c / period, "ci", [&](Value* cb) {
         for (int64_t phase = 0; phase < period; ++phase) {
@@ -184,7 +188,7 @@ void PointwiseEmitter::emitTapBlock(Value* n, Value* o0, int vectors, Value* oy,
             if (!c_.liveTap(phase, ky, kx)) continue;
             std::vector<std::pair<int, Value*>> pixels;
             for (int r = 0; r < columns; ++r)
-              if (const int64_t ix = ox0 + r + kx - c_.padLeft; ix >= 0 && ix < c_.wd)
+              if (const int64_t ix = (ox0 + r) * c_.strideW + kx - c_.padLeft; ix >= 0 && ix < c_.wd)
                 pixels.emplace_back(r, b_.CreateAdd(xRow, i64(ix)));
             addProducts(panelStart, b_.CreateAdd(filterRow, i64(kx)), vectors, pixels);
           }

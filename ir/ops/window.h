@@ -128,4 +128,51 @@ inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
   return lanes >= 1 && pixels >= lanes && fillsThreeQuarters(pixels, lanes);
 }
 
+// The planes and filters over which a convolution may run on the cpu target
+// with its output channels across the vector lanes, reading a packed copy of
+// its filter (exec/packed_filter.h): output planes of at most
+// kPackedFilterMaxPixels (14x14), and at least kPackedFilterMinChannels
+// filter rows (input channels x taps) where a plane takes more than
+// kPackedFilterSmallPixels (8x8). A block's sums reach the output planes
+// by scatters, one per vector of channels per pixel, whose cost the input
+// channels pay for: over 14x14,
+// MobileNetV2's 1x1 layers from 64 and 96 channels ran 10-25% slower
+// packed (103 -> 127 us, 228 -> 249), ResNet-50's from 256 and 1024 4-10%
+// faster (1178 -> 1057, 2072 -> 1916), where pixels across 16 lanes fill
+// 196 of 208; over 7x7 (49 of 64) every one of them ran faster, from 160
+// channels 113 -> 93 us, from 320 374 -> 313 (Zen 4, one thread).
+// Output channels come in multiples of kPackedFilterChannels (the widest
+// vectors' lanes), and so do the work units a range of them starts on
+// (exec/parallel.h's directConvWork): every block is whole vectors. The
+// plane must fill three quarters of the 16-lane vectors it would take with
+// pixels across the lanes. Read by exec/packed_filter.h (which
+// convolutions may pack) and the conv-phases pass (which strided ones stay
+// strided where the cpu packs them).
+inline constexpr int64_t kPackedFilterMaxPixels = 196;
+inline constexpr int64_t kPackedFilterSmallPixels = 64;
+inline constexpr int64_t kPackedFilterMinChannels = 256;
+inline constexpr int64_t kPackedFilterChannels = 16;
+inline bool packedFilterPlanes(int64_t outChannels, int64_t filterRows, int64_t oh, int64_t ow) {
+  const int64_t pixels = oh * ow;
+  const bool fewRows = pixels > kPackedFilterSmallPixels && filterRows < kPackedFilterMinChannels;
+  return outChannels > 0 && outChannels % kPackedFilterChannels == 0 && filterRows > 0 &&
+         pixels <= kPackedFilterMaxPixels && !fewRows && directConvPlaneFills(pixels, kPackedFilterChannels);
+}
+
+// A convolution strided by 2 in both axes, undilated, whose output planes
+// the packed filter takes (packedFilterPlanes) runs strided on CPUs whose
+// tiling packs filters with taps (codegen/cpu/subtarget.h's
+// ConvTiling::packedTaps): each pixel of a block reads its input by a
+// broadcast, wherever it lies, so the stride costs nothing there, and the
+// conv-phases pass leaves such layers alone on those CPUs. Over the
+// phases, the packed copy held every phase's taps, the op's zeros among
+// them (a 3x3 filter as 4 phases of 2x2: 16 taps for 9), and the split
+// was a step of its own: ResNet-18's 3x3 layer from 256 channels of
+// 14x14 took 1275 us over the phases (a 47 us split before it), 1156
+// strided; from 128 of 28x28 1114 (17 us), 1042 (Zen 4, one thread,
+// medians of 12 alternated runs; docs/fusion.md has more).
+inline bool packedFilterStrided(int64_t strideH, int64_t strideW, int64_t dilH, int64_t dilW) {
+  return strideH == 2 && strideW == 2 && dilH == 1 && dilW == 1;
+}
+
 }  // namespace kfuse::ops

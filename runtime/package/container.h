@@ -65,8 +65,11 @@ namespace kfuse::package {
 // (GemmSpec::packedB, decided per CPU when the plan was built: how large an
 // A a GEMM that runs columns outer may stream is the CPU's tiling's to
 // say), still listing them: an older package's list marks its plans' steps
-// when read.
-inline constexpr uint32_t kFormatVersion = 13;
+// when read; format 14 packs the filters of layers strided by 2 too, whose
+// code reads their input in place (ops::packedFilterStrided), which a
+// format-13 reader would refuse as a shape it cannot pack; older packages
+// have none and run as compiled.
+inline constexpr uint32_t kFormatVersion = 14;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;

@@ -404,6 +404,34 @@ const char* const kPackedFilterCases[] = {
     return %y
   }
 })",
+      // Strided by 2, the input read in place (ops::packedFilterStrided):
+      // 3x3 over even and odd extents (the last row and column reading the
+      // padding or not), 1x1 reading every second pixel, 3x3 without
+      // padding.
+      R"(module @m {
+  func @main(%x: f32[2,20,14,14], %w: f32[80,20,3,3], %b: f32[80]) -> (f32[2,80,7,7]) {
+    %y = conv2d %x, %w, %b {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[2,80,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,32,27,27], %w: f32[16,32,3,3]) -> (f32[1,16,14,14]) {
+    %y = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,16,14,14]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,40,8,8], %w: f32[48,40,1,1], %b: f32[48]) -> (f32[1,48,4,4]) {
+    %y = conv2d %x, %w, %b {strides = [2, 2]} : f32[1,48,4,4]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,8,17,17], %w: f32[32,8,3,3], %b: f32[32]) -> (f32[1,32,8,8]) {
+    %y = conv2d %x, %w, %b {strides = [2, 2]} : f32[1,32,8,8]
+    return %y
+  }
+})",
 };
 
 cpu::ConvTiling pointwiseTiling(int lanes, int pixels, int vectors) {
@@ -428,11 +456,13 @@ TEST(DirectConv, PackedFiltersMatchTheInterpreter) {
   }
 }
 
-// Which shapes pack their filter: 1x1 at stride 1 without padding, or taps
+// Which shapes pack their filter: 1x1 at stride 1 without padding, taps
 // over whole planes (stride 1, rows as wide as the input's, no dilation,
-// every tap live), one group, output channels in whole 16-lane vectors,
-// planes of at most 14x14 (past 8x8 only from 256 filter rows) that fill
-// three quarters of 16 lanes (so that they run directly at every width).
+// every tap live), or any filter strided by 2 in both axes without
+// dilation; one group, output channels in whole 16-lane vectors, planes of
+// at most 14x14 (past 8x8 only from 256 filter rows) that fill three
+// quarters of 16 lanes (so that they run directly at every width; a
+// strided one where the CPU packs taps).
 TEST(DirectConv, PacksTheFiltersOfConvolutionsOverSmallPlanes) {
   auto c = convCase(parseModule(kPackedFilterCases[0], "packed.kir", {}));
   ASSERT_TRUE(c) << c.error().message();
@@ -456,7 +486,13 @@ TEST(DirectConv, PacksTheFiltersOfConvolutionsOverSmallPlanes) {
   EXPECT_FALSE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.h = s.oh = s.wd = s.ow = 14; }));
   EXPECT_TRUE(changed(
       [](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.h = s.oh = s.wd = s.ow = 14, s.c = 32; }));
-  EXPECT_FALSE(changed([](ConvSpec& s) { s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.wd = 12, s.strideH = s.strideW = 3, s.oh = s.ow = 4; }));
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.strideW = 2, s.ow = 4; }));  // strided along rows only
+  EXPECT_FALSE(changed([](ConvSpec& s) {
+    s.kh = s.kw = 3, s.padTop = s.padLeft = 2, s.dilH = s.dilW = 2, s.strideH = s.strideW = 2, s.oh = s.ow = 4;
+  }));
   EXPECT_TRUE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 8; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 14; }));  // 20 input channels
   EXPECT_TRUE(changed([](ConvSpec& s) { s.h = s.oh = s.wd = s.ow = 14, s.c = 256; }));
@@ -465,6 +501,15 @@ TEST(DirectConv, PacksTheFiltersOfConvolutionsOverSmallPlanes) {
   EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.oh = 1, s.wd = s.ow = 20; }));  // 20 of 32
   for (const char* name : {"x86-64-v2", "haswell", "skylake-avx512"})
     EXPECT_TRUE(cpu::directConvFits(base, DType::F32, testing::subtargetNamed(name).conv)) << name;
+  // A strided one runs directly where the CPU packs taps, whatever its rows
+  // (14 pixels: one vector a row at 16 lanes, 14 of 16 at 8 without
+  // partial vectors); elsewhere by the rows' rule.
+  ConvSpec strided = base;
+  strided.kh = strided.kw = 3, strided.padTop = strided.padLeft = 1, strided.strideH = strided.strideW = 2;
+  strided.h = strided.wd = 28, strided.oh = strided.ow = 14, strided.c = 32;
+  ASSERT_TRUE(packedFilterShape(strided));
+  EXPECT_TRUE(cpu::directConvFits(strided, DType::F32, testing::subtargetNamed("skylake-avx512").conv));
+  EXPECT_FALSE(cpu::directConvFits(strided, DType::F32, testing::subtargetNamed("haswell").conv));
 }
 
 // A model's 1x1 layer over 7x7 with its residual add and ReLU: the cpu
@@ -524,18 +569,57 @@ TEST(DirectConv, PackedFiltersRunInModelsAndRepackNewWeights) {
   EXPECT_TRUE(packedFilterSteps(*plan).empty());
 }
 
+// A strided layer the CPU packs reads its input in place and, its planes
+// complete in each block of channels, runs a global average pool inside
+// (exec/conv_epilogue.h). The numbers are this machine's: packed where it
+// packs taps, with pixels across the lanes or im2col + GEMM elsewhere.
+TEST(DirectConv, StridedPackedLayersRunTheirPoolInside) {
+  auto m = testing::preparedModule(R"(module @m {
+  param @w : f32[32,24,3,3]
+  param @b : f32[32]
+  func @main(%x: f32[1,24,15,15]) -> (f32[1,32]) {
+    %0 = conv2d %x, @w, @b {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,32,8,8]
+    %1 = relu %0 : f32[1,32,8,8]
+    %2 = reduce_mean %1 {axes = [2, 3], keepdims = false} : f32[1,32]
+    return %2
+  }
+})");
+  ASSERT_TRUE(m);
+  const Graph& fn = *m->functions().front();
+  auto plan = buildPlan(fn, {.packFilters = cpu::packedFilterPolicy(testing::subtargetNamed("skylake-avx512").conv)});
+  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_EQ(packedFilterSteps(*plan).size(), 1u);
+  EXPECT_TRUE(convEpilogue(*plan, packedFilterSteps(*plan)[0]))
+      << convEpilogue(*plan, packedFilterSteps(*plan)[0]).error().message();
+  m->setParamData("w", testing::waveTensor(m->findParam("w")->type, 1.0));
+  m->setParamData("b", testing::waveTensor(m->findParam("b")->type, 2.0));
+  const std::vector<Tensor> args = {testing::waveTensor(fn.arguments()[0]->type(), 0.5)};
+  auto want = interpret(fn, args);
+  ASSERT_TRUE(want) << want.error().message();
+  for (int threads : {1, 3}) {
+    auto cpu = createExecutor("cpu", {.inplace = true, .poison = true, .threads = threads});
+    ASSERT_TRUE(cpu);
+    auto got = (*cpu)->run(fn, args);
+    ASSERT_TRUE(got) << got.error().message();
+    EXPECT_EQ(test::compareTensors(got->outputs[0], want->outputs[0], 1e-5, 1e-5), "") << threads << " threads";
+  }
+}
+
 // Which convolutions a plan built for a CPU marks to read their filter
-// packed (ConvSpec::packedFilter): 1x1 ones on every CPU, 3x3 ones where
-// the tiling has 32 registers for 7 pixels x 3 vectors of 16 channels;
+// packed (ConvSpec::packedFilter): 1x1 ones on every CPU, 3x3 ones (a
+// "same" one, a strided one) where the tiling has 32 registers for 7
+// pixels x 3 vectors of 16 channels;
 // none without a policy (the interpreter's and cuda's plans).
 TEST(DirectConv, PlansMarkThePackedFiltersTheirCpuRunsFaster) {
   auto m = testing::preparedModule(R"(module @m {
   param @w1 : f32[32,16,1,1]
   param @w3 : f32[32,32,3,3]
-  func @main(%x: f32[1,16,7,7]) -> (f32[1,32,7,7]) {
+  param @ws : f32[32,32,3,3]
+  func @main(%x: f32[1,16,7,7]) -> (f32[1,32,4,4]) {
     %0 = conv2d %x, @w1 : f32[1,32,7,7]
     %1 = conv2d %0, @w3 {pads = [1, 1, 1, 1]} : f32[1,32,7,7]
-    return %1
+    %2 = conv2d %1, @ws {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,32,4,4]
+    return %2
   }
 })");
   ASSERT_TRUE(m);
@@ -549,7 +633,7 @@ TEST(DirectConv, PlansMarkThePackedFiltersTheirCpuRunsFaster) {
       out += str(plan->steps[s].conv().kh, "x", plan->steps[s].conv().kw, " ");
     return out;
   };
-  EXPECT_EQ(marked("skylake-avx512"), "1x1 3x3 ");
+  EXPECT_EQ(marked("skylake-avx512"), "1x1 3x3 3x3 ");
   EXPECT_EQ(marked("haswell"), "1x1 ");
   EXPECT_EQ(marked("x86-64-v2"), "1x1 ");
   EXPECT_EQ(marked(nullptr), "");

@@ -149,11 +149,14 @@ Tensor cosineImage(const Shape& shape) {
 }
 
 // The cpu backend asks conv-phases for first layers where the named CPU's
-// subtarget says they pay (CpuSubtarget::firstLayerPhases): not on AVX-512.
+// subtarget says they pay (CpuSubtarget::firstLayerPhases): not on AVX-512;
+// and keeps strided layers its packed filters run strided where the CPU
+// packs filters with taps (ConvTiling::packedTaps): AVX-512.
 TEST(CpuTarget, FirstLayerPhasesFollowTheNamedCpu) {
-  for (const auto& [cpu, phases] : {std::pair<const char*, const char*>{"haswell", ",conv-phases,"},
-                                    {"x86-64-v2", ",conv-phases,"},
-                                    {"skylake-avx512", ",conv-phases{first-layers=false},"}}) {
+  for (const auto& [cpu, phases] :
+       {std::pair<const char*, const char*>{"haswell", ",conv-phases,"},
+        {"x86-64-v2", ",conv-phases,"},
+        {"skylake-avx512", ",conv-phases{first-layers=false strided-packed=true},"}}) {
     BackendOptions o;
     o.cpu = cpu;
     auto backend = backendFor("cpu", o);
