@@ -9,13 +9,11 @@ bool packedFilterShape(const ConvSpec& c) {
   // or strided: every tap of every output pixel reads an input row of the
   // plane or none (the code skips those), and each pixel's input is a
   // broadcast wherever it lies.
-  const bool wholeTaps = !c.pointwise() && c.wholePlanes() && c.dilH == 1 && c.dilW == 1;
-  const bool taps = wholeTaps || ops::packedFilterStrided(c.strideH, c.strideW, c.dilH, c.dilW);
+  const bool taps = (c.wholePlanes() && c.dilH == 1 && c.dilW == 1) ||
+                    ops::packedFilterStrided(c.strideH, c.strideW, c.dilH, c.dilW);
   return c.direction == ConvDirection::Forward && !c.channelsLast && !c.filterLast && (c.pointwise() || taps) &&
          c.groups == 1 && (c.liveTaps.empty() || !c.pointwise()) && c.c > 0 && c.n > 0 &&
-         ops::packedFilterPlanes(c.o, packedFilterRows(c), c.oh, c.ow,
-                                 wholeTaps && c.liveTaps.empty() ? ops::kPackedTapsMaxPixels
-                                                                 : ops::kPackedFilterMaxPixels);
+         ops::packedFilterPlanes(c.o, packedFilterRows(c), c.oh, c.ow);
 }
 
 bool packedFilterAllowed(const Plan& plan, size_t step) {

@@ -148,27 +148,15 @@ inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
 // pixels across the lanes. Read by exec/packed_filter.h (which
 // convolutions may pack) and the conv-phases pass (which strided ones stay
 // strided where the cpu packs them).
-//
-// Taps over whole planes (stride 1), every tap live, go up to
-// kPackedTapsMaxPixels (28x28): each pixel's scatter then pays for 9 filter
-// rows per input channel, and ResNet-18's and ResNet-50's 3x3 layers over
-// 128 channels of 28x28 went from 2039-2049 and 2041-2046 us with pixels
-// across the lanes to 1983-1990 and 1972-1993, where over 64 channels of
-// 56x56 they went from 2059-2090 to 2101-2197, 1x1 layers from 256
-// channels of 56x56 from 982 to 1077, and ResNet-50's stride-2 layer over
-// the phases of 56x56 (2x2 taps, live_taps) from 2100 to 2259 (Zen 4, one
-// thread, medians of 4-8 alternated runs).
 inline constexpr int64_t kPackedFilterMaxPixels = 196;
-inline constexpr int64_t kPackedTapsMaxPixels = 784;
 inline constexpr int64_t kPackedFilterSmallPixels = 64;
 inline constexpr int64_t kPackedFilterMinChannels = 256;
 inline constexpr int64_t kPackedFilterChannels = 16;
-inline bool packedFilterPlanes(int64_t outChannels, int64_t filterRows, int64_t oh, int64_t ow,
-                               int64_t maxPixels = kPackedFilterMaxPixels) {
+inline bool packedFilterPlanes(int64_t outChannels, int64_t filterRows, int64_t oh, int64_t ow) {
   const int64_t pixels = oh * ow;
   const bool fewRows = pixels > kPackedFilterSmallPixels && filterRows < kPackedFilterMinChannels;
-  return outChannels > 0 && outChannels % kPackedFilterChannels == 0 && filterRows > 0 && pixels <= maxPixels &&
-         !fewRows && directConvPlaneFills(pixels, kPackedFilterChannels);
+  return outChannels > 0 && outChannels % kPackedFilterChannels == 0 && filterRows > 0 &&
+         pixels <= kPackedFilterMaxPixels && !fewRows && directConvPlaneFills(pixels, kPackedFilterChannels);
 }
 
 // A convolution strided by 2 in both axes, undilated, whose output planes
