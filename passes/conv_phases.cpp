@@ -247,8 +247,8 @@ class Rewrite : NodeRewrite {
   bool staysStrided(const Node& m) const {
     const TensorType &xt = m.operand(0)->type(), &wt = m.operand(1)->type(), &yt = m.result()->type();
     if (!options_.stridedPacked || xt.rank() != 4 || wt.rank() != 4 || m.attr("groups").asInt() != 1) return false;
-    if ((xt.layout != Layout::Plain && xt.layout != Layout::NCHW) || (wt.layout != Layout::Plain && wt.layout != Layout::OIHW))
-      return false;
+    const bool nchw = xt.layout == Layout::Plain || xt.layout == Layout::NCHW;
+    if (!nchw || (wt.layout != Layout::Plain && wt.layout != Layout::OIHW)) return false;
     const std::vector<int64_t> strides = m.attr("strides").asInts(), dilations = m.attr("dilations").asInts();
     return ops::packedFilterStrided(strides[0], strides[1], dilations[0], dilations[1]) &&
            ops::packedFilterPlanes(wt.shape[0], wt.shape[1] * wt.shape[2] * wt.shape[3], yt.shape[2], yt.shape[3]) &&

@@ -487,7 +487,9 @@ TEST(DirectConv, PacksTheFiltersOfConvolutionsOverSmallPlanes) {
   EXPECT_TRUE(changed(
       [](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.h = s.oh = s.wd = s.ow = 14, s.c = 32; }));
   EXPECT_TRUE(changed([](ConvSpec& s) { s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
-  EXPECT_TRUE(changed([](ConvSpec& s) { s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.strideH = s.strideW = 2, s.oh = s.ow = 4; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) {
+    s.kh = s.kw = 3, s.padTop = s.padLeft = 1, s.strideH = s.strideW = 2, s.oh = s.ow = 4;
+  }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.h = s.wd = 12, s.strideH = s.strideW = 3, s.oh = s.ow = 4; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.strideW = 2, s.ow = 4; }));  // strided along rows only
   EXPECT_FALSE(changed([](ConvSpec& s) {
