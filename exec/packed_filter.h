@@ -3,9 +3,10 @@
 // once (below), instead of with pixels across the lanes
 // (codegen/cpu/conv_emitter.h): 1x1 ones, and where the CPU's tiling says,
 // taps over whole planes (a "same" 3x3; a strided layer over its input's
-// phases) and strided layers read in place. The rule below says which may; the target's policy which do,
-// when the plan is built, marking them in the plan (ConvSpec::packedFilter)
-// for code generation, packages and the runner to read.
+// phases) and strided layers read in place. The rule below says which may;
+// the target's policy which do, when the plan is built, marking them in the
+// plan (ConvSpec::packedFilter) for code generation, packages and the
+// runner to read.
 //
 // Pixels across the lanes waste the lanes a plane leaves empty: a 7x7
 // plane takes four 16-lane vectors for 49 pixels, and a block of them

@@ -69,13 +69,28 @@ std::vector<llvm::VecDesc> vectorMathTable(const CpuSubtarget& subtarget) {
   return out;
 }
 
-}  // namespace
-
-void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, OptLevel level) {
+// LLVM's four analysis managers, given `pb`'s default analyses and proxied
+// to each other. An analysis a caller registers first (fam.registerPass)
+// takes the place of the default.
+struct AnalysisManagers {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
+
+  void registerWith(llvm::PassBuilder& pb) {
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+  }
+};
+
+}  // namespace
+
+void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, OptLevel level) {
+  AnalysisManagers am;
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = level >= OptLevel::O2;
   tuning.SLPVectorization = level >= OptLevel::O2;
@@ -91,14 +106,10 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubt
   // exponentials were 16% of a transformer block's inference).
   llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
   tlii.addVectorizableFunctions(vectorMathTable(subtarget));
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  am.fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  am.registerWith(pb);
   if (level == OptLevel::O0) {
-    pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(module, mam);
+    pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(module, am.mam);
     return;
   }
   // The per-module default pipeline less its interprocedural passes: a
@@ -124,7 +135,7 @@ void optimizeModule(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubt
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(
       pb.buildFunctionSimplificationPipeline(llvmLevel, llvm::ThinOrFullLTOPhase::None)));
   mpm.addPass(pb.buildModuleOptimizationPipeline(llvmLevel));
-  mpm.run(module, mam);
+  mpm.run(module, am.mam);
 }
 
 namespace {
@@ -205,16 +216,9 @@ void optimizeEpilogues(llvm::Module& module, llvm::TargetMachine& tm, const CpuS
 // ran 32.54 and 32.49 ms, MobileNetV2 7.45 and 7.34, BERT 17.57 and 17.46
 // (Zen 4, medians of 3-8 alternated runs).
 void optimizeHandBlocked(llvm::Module& module, llvm::TargetMachine& tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
+  AnalysisManagers am;
   llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  am.registerWith(pb);
   llvm::FunctionPassManager fpm;
   fpm.addPass(llvm::SROAPass());
   fpm.addPass(llvm::EarlyCSEPass(/*UseMemorySSA=*/true));
@@ -228,7 +232,7 @@ void optimizeHandBlocked(llvm::Module& module, llvm::TargetMachine& tm) {
   llvm::ModulePassManager mpm;
   mpm.addPass(llvm::AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/false));
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
-  mpm.run(module, mam);
+  mpm.run(module, am.mam);
 }
 
 void optimizeFor(llvm::Module& module, llvm::TargetMachine& tm, const CpuSubtarget& subtarget, bool handBlocked,

@@ -43,6 +43,11 @@ class PointwiseEmitter {
   void emitChannels(Value* n, Value* o0, int vectors);
   void emitBlock(Value* n, Value* o0, int vectors, Value* p0, int rows);
   void emitTapBlock(Value* n, Value* o0, int vectors, Value* oy, int64_t knownOy, int64_t ox0, int columns);
+  // Whether output row oy's filter row ky reads a row of the input plane.
+  bool rowInPlane(int64_t oy, int64_t ky) const {
+    const int64_t iy = oy * c_.strideH + ky - c_.padTop;
+    return iy >= 0 && iy < c_.h;
+  }
   void startBlock(Value* o0, int vectors, int rows);
   std::vector<Value*> panelStarts(Value* o0, int vectors);
   void addProducts(const std::vector<Value*>& panelStart, Value* row, int vectors,
@@ -111,7 +116,7 @@ void PointwiseEmitter::emitChannels(Value* n, Value* o0, int vectors) {
   } else {
     auto inside = [&](int64_t oy) {
       for (int64_t ky = 0; ky < c_.kh; ++ky)
-        if (const int64_t iy = oy * c_.strideH + ky - c_.padTop; iy < 0 || iy >= c_.h) return false;
+        if (!rowInPlane(oy, ky)) return false;
       return true;
     };
     int64_t lo = 0;
@@ -124,7 +129,7 @@ void PointwiseEmitter::emitChannels(Value* n, Value* o0, int vectors) {
     };
     for (int64_t oy = 0; oy < lo; ++oy) row(i64(oy), oy);
     code_.loop(hi - lo, "oy", [&](Value* i) { row(b_.CreateAdd(i, i64(lo)), -1); });
-    for (int64_t oy = std::max(hi, lo); oy < c_.oh; ++oy) row(i64(oy), oy);
+    for (int64_t oy = hi; oy < c_.oh; ++oy) row(i64(oy), oy);
   }
   if (conv_.epilogue)
     if (Status s = callConvEpilogue(code_, conv_, epilogueBuffers_, n, o0, i64(0), int64_t{vectors} * lanes_, c_.oh);
@@ -193,8 +198,7 @@ void PointwiseEmitter::emitTapBlock(Value* n, Value* o0, int vectors, Value* oy,
   const int64_t period = c_.livePeriod();
   std::vector<int64_t> rowsIn;
   for (int64_t ky = 0; ky < c_.kh; ++ky)
-    if (const int64_t iy = knownOy * c_.strideH + ky - c_.padTop; knownOy < 0 || (iy >= 0 && iy < c_.h))
-      rowsIn.push_back(ky);
+    if (knownOy < 0 || rowInPlane(knownOy, ky)) rowsIn.push_back(ky);
   Value* top = b_.CreateSub(b_.CreateMul(oy, i64(c_.strideH)), i64(c_.padTop));
   if (!rowsIn.empty())
     code_.loop(c_.c / period, "ci", [&](Value* cb) {
