@@ -62,11 +62,13 @@ TEST(PackedGemm, MatchesTheProductForEveryBlockShape) {
   struct Shape3 {
     int64_t m, k, n;
   };
-  // The last three run columns outer: B past kPackedMaxBytes, of whole
-  // panels only and ending in a partial panel; k past kPackedMaxK.
-  const Shape3 shapes[] = {{1, 1, 1},   {12, 8, 32}, {13, 5, 33},      {25, 17, 100},
-                           {7, 64, 16}, {36, 3, 64}, {2, 9, 47},       {13, 8, 65536 + 64},
-                           {7, 40, 13213}, {3, 1100, 70}};
+  // The last four run columns outer: B past kPackedMaxBytes, of whole
+  // panels only and ending in a partial panel (in groups of 256 and 51
+  // panels, gemm_emitter.cpp's panelGroup), in groups of 6 that the ranges
+  // cut, and one panel at a time with k past kPackedMaxK.
+  const Shape3 shapes[] = {{1, 1, 1},          {12, 8, 32},    {13, 5, 33},   {25, 17, 100}, {7, 64, 16},
+                           {36, 3, 64},        {2, 9, 47},     {13, 8, 65536 + 64}, {7, 40, 13213},
+                           {5, 300, 6500},     {3, 1100, 70}};
   for (const cpu::GemmTiling& t : kTilings)
     for (const Shape3& s : shapes)
       for (bool transB : {false, true}) {
