@@ -10,7 +10,7 @@ namespace {
 
 std::string describeTiling(const ConvTiling& t) {
   return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes, " ",
-             t.denseVectors, " ", t.denseChannels, " ", t.halveLastVector, " ", t.pointwisePixels, " ",
+             t.denseVectors, " ", t.denseChannels, " ", t.denseRows, " ", t.halveLastVector, " ", t.pointwisePixels, " ",
              t.pointwiseVectors, " ", t.packedTaps);
 }
 

@@ -46,7 +46,8 @@ std::string_view isaLevelName(IsaLevel level);  // "x86-64-v2", "avx", "avx2", "
 // over their input's phases (ResNet-18's: 1062 -> 2123 us) took twice as
 // long, and depthwise ones (a depthwise block's channels share no input)
 // lost a quarter (bench/conv_layout_bench --probes --tiling): those keep
-// vectors x channels.
+// vectors x channels. `denseRows`: whether 1x1 layers run as rows take the
+// dense block too (the CPU's choice, codegen/cpu/subtarget.cpp).
 struct ConvTiling {
   int lanes = 8;
   int vectors = 2;
@@ -55,6 +56,7 @@ struct ConvTiling {
   int64_t chunkBytes = 128 * 1024;
   int denseVectors = 0;
   int denseChannels = 0;
+  bool denseRows = true;
   // A block of one vector with at most half its lanes live (a 7x7 plane's
   // last pixel, a 14-pixel row's last 4...) computes with vectors of half
   // the lanes, which cost half as much where the wide ones are split in two
@@ -73,7 +75,7 @@ struct ConvTiling {
   // whole planes or rows, over its input's phases (live taps) or not.
   ConvTiling forConv(int64_t groups, int64_t taps, bool wholePlanes, bool phases) const {
     ConvTiling t = *this;
-    const bool dense = groups == 1 && !phases && (taps > 1 || !wholePlanes);
+    const bool dense = groups == 1 && !phases && (taps > 1 || (!wholePlanes && denseRows));
     if (dense && denseVectors > 0 && denseChannels > 0) t.vectors = denseVectors, t.channels = denseChannels;
     return t;
   }

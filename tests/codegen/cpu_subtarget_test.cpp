@@ -88,8 +88,28 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
     EXPECT_EQ(std::make_pair(depthwise.vectors, depthwise.channels), own) << c.cpu;
     EXPECT_EQ(std::make_pair(pointwisePlanes.vectors, pointwisePlanes.channels), own) << c.cpu;
     EXPECT_EQ(std::make_pair(phases.vectors, phases.channels), own) << c.cpu;
-    EXPECT_EQ(s.conv.forConv(1, 1, false, false).channels, c.level == IsaLevel::AVX512 ? 16 : c.conv.channels) << c.cpu;
+    // 1x1 layers as rows keep vectors x channels on Intel's AVX-512 CPUs
+    // too (two 512-bit units: DenseRowsWhereWideProductsSplit).
+    EXPECT_EQ(s.conv.forConv(1, 1, false, false).channels, c.conv.channels) << c.cpu;
   }
+}
+
+// A Zen 4 (LLVM 14's znver3 with AVX-512) splits each 512-bit product in
+// two: its 1x1 layers run as rows take the dense block of 16 channels x 1
+// vector, as its layers with taps do.
+TEST(CpuSubtarget, DenseRowsWhereWideProductsSplit) {
+  auto zen4 = cpu::CpuTarget::named("znver3");
+  ASSERT_TRUE(zen4) << zen4.error().message();
+  zen4->features = "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl";
+  auto s = cpu::subtargetOf(*zen4);
+  ASSERT_TRUE(s) << s.error().message();
+  ASSERT_EQ(s->level, IsaLevel::AVX512);
+  const cpu::ConvTiling rows = s->conv.forConv(1, 1, false, false), taps = s->conv.forConv(1, 9, false, false);
+  EXPECT_EQ(std::make_pair(rows.vectors, rows.channels), std::make_pair(1, 16));
+  EXPECT_EQ(std::make_pair(taps.vectors, taps.channels), std::make_pair(1, 16));
+  const cpu::ConvTiling intel = subtargetNamed("skylake-avx512").conv.forConv(1, 1, false, false);
+  EXPECT_EQ(std::make_pair(intel.vectors, intel.channels), std::make_pair(2, 8));
+  EXPECT_EQ(subtargetNamed("skylake-avx512").conv.forConv(1, 9, false, false).channels, 16);
 }
 
 // A feature string overrides the CPU name: without avx512f a Skylake server
