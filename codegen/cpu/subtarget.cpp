@@ -34,11 +34,9 @@ std::vector<VectorMathVariant> vectorMathOf(const llvm::Triple& triple, IsaLevel
 }
 
 // Whether the CPU executes a 512-bit vector operation as two 256-bit
-// halves: AMD's Zen 4, the only AMD CPU with AVX-512 that LLVM 14 names
-// (as znver3, its family's name there).
-bool splits512Bit(const CpuSubtarget& s) {
-  return s.level == IsaLevel::AVX512 && s.target.cpu.rfind("znver", 0) == 0;
-}
+// halves: an AMD CPU with AVX-512 (SSE4a is AMD's alone), which was a Zen 4
+// wherever kfuse measured (LLVM 14 names it znver3, its family's name).
+bool splits512Bit(const CpuSubtarget& s) { return s.level == IsaLevel::AVX512 && s.has("sse4a"); }
 
 }  // namespace
 
@@ -104,14 +102,14 @@ Expected<CpuSubtarget> subtargetOf(const CpuTarget& target) {
     // 1x1 layers run as rows load one vector of inputs and broadcast a
     // weight per channel: 17 loads for 16 products with the dense block,
     // 10 with 8 channels x 2 vectors. Where each 512-bit product takes
-    // both of the core's 256-bit units (Zen 4, which LLVM 14 names
-    // znver3), the products bound the block and the dense one was the
-    // faster (ResNet-50's 1x1 layers as rows 2820 -> 2611 us); with two
-    // 512-bit units (Intel's), the loads do, and 8 x 2 was (a Xeon, Emerald
-    // Rapids, one thread, 4 alternated runs: ResNet-50's 256 -> 64 channels
-    // over 56x56 839 -> 630 us, 256 -> 128 1439 -> 1175, 64 -> 256 827 ->
-    // 677; MobileNetV2's 16 -> 96 over 112x112 474 -> 337), while its 3x3
-    // and 7x7 layers kept the dense block (8 x 2: 2-8% slower).
+    // both of the core's 256-bit units (Zen 4), the products bound the
+    // block and the dense one was the faster (ResNet-50's 1x1 layers as
+    // rows 2820 -> 2611 us); with two 512-bit units (Intel's), the loads
+    // do, and 8 x 2 was (a Xeon, Emerald Rapids, one thread, 4 alternated
+    // runs: ResNet-50's 256 -> 64 channels over 56x56 839 -> 630 us, 256
+    // -> 128 1439 -> 1175, 64 -> 256 827 -> 677; MobileNetV2's 16 -> 96
+    // over 112x112 474 -> 337), while its 3x3 and 7x7 layers kept the
+    // dense block (8 x 2: 2-8% slower).
     s.conv.denseRows = splits512Bit(s);
     // Zen 4 splits each 512-bit operation in two 256-bit ones, so the last
     // vector of a 7x7 plane (one pixel live of 16) costs half as much in 8

@@ -94,8 +94,8 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
   }
 }
 
-// A Zen 4 (LLVM 14's znver3 with AVX-512) splits each 512-bit product in
-// two: its 1x1 layers run as rows take the dense block of 16 channels x 1
+// A Zen 4 (LLVM 14's znver3, whose features include AMD's SSE4a, with
+// AVX-512) splits each 512-bit product in two: its 1x1 layers run as rows take the dense block of 16 channels x 1
 // vector, as its layers with taps do.
 TEST(CpuSubtarget, DenseRowsWhereWideProductsSplit) {
   auto zen4 = cpu::CpuTarget::named("znver3");
