@@ -41,9 +41,10 @@ bool packedGemmFits(const Plan& plan, size_t step);
 // (one thread, 2 MB L2: 128x1024x512 1.03x faster than OpenBLAS, 128x784x512
 // 1.17x, the transformer benchmark's 256x128x512 1.10x). Past either,
 // columns go outermost (packedColumnsOuter, codegen/cpu/gemm_emitter.h):
-// each group of panels of B stays in cache while every block of rows passes
-// over it, so A is what streams, and how large an A still pays is the CPU's tiling's
-// to say (codegen/cpu/subtarget.h's GemmTiling::columnsOuterMaxA). Work
+// each group of panels of B stays in cache while every block of rows
+// passes over it, so A is what streams, and how large an A still pays is
+// the CPU's tiling's to say (codegen/cpu/subtarget.h's
+// GemmTiling::columnsOuterMaxA). Work
 // units are then panels, not rows, and there is no epilogue (a row of C is
 // complete only at the end). gemm_bench, one thread, AVX2, against
 // OpenBLAS: an LM head 128x256x50257 1.04-1.12x, 128x768x3072 1.03-1.06x;

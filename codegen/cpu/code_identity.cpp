@@ -10,8 +10,8 @@ namespace {
 
 std::string describeTiling(const ConvTiling& t) {
   return str("conv tiling ", t.lanes, " ", t.vectors, " ", t.channels, " ", t.partialVectors, " ", t.chunkBytes, " ",
-             t.denseVectors, " ", t.denseChannels, " ", t.denseRows, " ", t.halveLastVector, " ", t.pointwisePixels, " ",
-             t.pointwiseVectors, " ", t.packedTaps);
+             t.denseVectors, " ", t.denseChannels, " ", t.denseRows, " ", t.halveLastVector, " ",
+             t.pointwisePixels, " ", t.pointwiseVectors, " ", t.packedTaps);
 }
 
 std::string describeTiling(const GemmTiling& t) { return str("gemm tiling ", t.lanes, " ", t.vectors, " ", t.rows); }

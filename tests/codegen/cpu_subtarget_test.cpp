@@ -31,6 +31,14 @@ struct Decided {
   unsigned preferVectorWidth;
 };
 
+// The subtarget of CPU `cpu` with `features` over the name's own (as
+// LLVM's feature strings override a name's).
+Expected<cpu::CpuSubtarget> subtargetWith(const std::string& cpu, const std::string& features) {
+  KF_ASSIGN_OR_RETURN(cpu::CpuTarget t, cpu::CpuTarget::named(cpu));
+  t.features = features;
+  return cpu::subtargetOf(t);
+}
+
 std::string variants(const cpu::CpuSubtarget& s) {
   std::vector<std::string> out;
   for (const cpu::VectorMathVariant& v : s.vectorMath) out.push_back(str(v.isa, v.lanes));
@@ -95,14 +103,13 @@ TEST(CpuSubtarget, DecidesFromTheNamedCpu) {
 }
 
 // A Zen 4 (LLVM 14's znver3, whose features include AMD's SSE4a, with
-// AVX-512) splits each 512-bit product in two: its 1x1 layers run as rows take the dense block of 16 channels x 1
-// vector, as its layers with taps do.
+// AVX-512) splits each 512-bit product in two: its 1x1 layers run as rows
+// take the dense block of 16 channels x 1 vector, as its layers with taps
+// do.
 TEST(CpuSubtarget, DenseRowsWhereWideProductsSplit) {
-  auto zen4 = cpu::CpuTarget::named("znver3");
-  ASSERT_TRUE(zen4) << zen4.error().message();
-  zen4->features = "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl";
-  auto s = cpu::subtargetOf(*zen4);
+  auto s = subtargetWith("znver3", "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl");
   ASSERT_TRUE(s) << s.error().message();
+  ASSERT_TRUE(s->has("sse4a"));
   ASSERT_EQ(s->level, IsaLevel::AVX512);
   const cpu::ConvTiling rows = s->conv.forConv(1, 1, false, false), taps = s->conv.forConv(1, 9, false, false);
   EXPECT_EQ(std::make_pair(rows.vectors, rows.channels), std::make_pair(1, 16));
@@ -115,10 +122,7 @@ TEST(CpuSubtarget, DenseRowsWhereWideProductsSplit) {
 // A feature string overrides the CPU name: without avx512f a Skylake server
 // gets AVX2 code.
 TEST(CpuSubtarget, FeatureStringOverridesTheName) {
-  auto named = cpu::CpuTarget::named("skylake-avx512");
-  ASSERT_TRUE(named) << named.error().message();
-  named->features = "-avx512f";
-  auto s = cpu::subtargetOf(*named);
+  auto s = subtargetWith("skylake-avx512", "-avx512f");
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(s->level, IsaLevel::AVX2);
   EXPECT_EQ(s->vectorBits, 256);
