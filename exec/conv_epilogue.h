@@ -19,7 +19,8 @@
 // stores, one element per plane, so a block touches only its own elements.
 // A reduction must fold whole output planes (a global average pool), and
 // the convolution must run whole planes (ConvSpec::wholePlanes, or a
-// packed filter's code: ConvSpec::packedFilter), whose blocks hold them
+// packed filter's code: ConvSpec::packedFilter, unless its units are rows
+// of a plane of several, packedFilterRowUnits), whose blocks hold them
 // complete; the cut kernel then reduces over [rows, cols]
 // per channel. No globals, gathers, Index leaves or scatters.
 #pragma once

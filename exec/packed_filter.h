@@ -71,6 +71,19 @@ using PackedFilterPolicy = std::function<bool(const ConvSpec&)>;
 // (ConvSpec::packedFilter), and unmarks the others.
 void markPackedFilters(Plan& plan, const PackedFilterPolicy& policy);
 
+// Whether the work units of convolution `c`, run with a packed filter, are
+// output rows, (image, row, output channel) row-major (a 1x1 one, whose
+// rows are the plan's joined rows: ops::pointwiseRowsJoined), rather than
+// output planes, (image, output channel) row-major (one with taps). Two
+// threads then take half the rows of every channel each, reading half of
+// the input, instead of half the channels, each reading all of it, half
+// written by the other core in the step before: MobileNetV2's 576 -> 96
+// projections over 14x14 took 141 us at one thread and 179 at two by
+// channels (Xeon, Emerald Rapids; docs/fusion.md). A 1x1 layer over one
+// row (a 7x7 plane, joined) has one row per plane; layers with taps keep
+// planes.
+inline bool packedFilterRowUnits(const ConvSpec& c) { return c.pointwise(); }
+
 // Floats the packed copy of the filter takes, and the bytes a runner
 // allocates for the copies of `steps`.
 int64_t packedFilterElements(const ConvSpec& c);

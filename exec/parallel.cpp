@@ -41,7 +41,8 @@ double convFlops(const ConvSpec& c) {
 }  // namespace
 
 Work directConvWork(const ConvSpec& c, bool packedFilter) {
-  if (packedFilter) return Work{c.n * c.o, kPackedFilterChannels, convFlops(c)};
+  if (packedFilter)
+    return Work{packedFilterRowUnits(c) ? c.n * c.oh * c.o : c.n * c.o, kPackedFilterChannels, convFlops(c)};
   if (c.wholePlanes()) return Work{c.n * c.o, 1, convFlops(c)};
   return Work{c.n * c.groups * c.oh, 1, convFlops(c)};
 }

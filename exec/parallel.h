@@ -13,9 +13,11 @@
 //     (its tiling's) that start in its range, each with its epilogue, so any
 //     ranges that cover the rows once cover every block once;
 //   - a direct convolution: output rows, (image, group, row) row-major;
-//     one whose planes it takes whole (ConvSpec::wholePlanes), or that
-//     reads a packed filter (exec/packed_filter.h): output planes, (image,
-//     output channel) row-major, the latter's ranges starting on whole
+//     one whose planes it takes whole (ConvSpec::wholePlanes): output
+//     planes, (image, output channel) row-major; one that reads a packed
+//     filter (exec/packed_filter.h): output rows of every channel, (image,
+//     row, output channel) row-major, where it is 1x1, else output planes
+//     as before (packedFilterRowUnits), its ranges starting on whole
 //     vectors of channels (kPackedFilterChannels).
 // The runner splits the steps it runs through libraries the same way: an
 // im2col convolution by images, tiles of output rows and blocks of channels

@@ -6,11 +6,13 @@
 // the input's plane as A's transpose. The block's sums go to the output
 // planes lane by lane (a scatter: each lane is another channel's plane).
 //
-// Work units (exec/parallel.h) are output planes, (image, output channel)
-// row-major, ranges starting on whole vectors of channels
-// (kPackedFilterChannels): each pass over the units takes as many whole
-// vectors as the tiling's block and the range allow, and runs the
-// epilogue over them once their planes are complete.
+// Work units (exec/parallel.h, packedFilterRowUnits) are a 1x1 layer's
+// output rows, (image, row, output channel) row-major, and a layer with
+// taps' output planes, (image, output channel) row-major, ranges starting
+// on whole vectors of channels (kPackedFilterChannels): each pass over the
+// units takes as many whole vectors as the tiling's block and the range
+// allow, and runs the epilogue over them once their row or planes are
+// complete.
 //
 // Each block folds every input channel: the packed filter's panels are
 // read in order, from the second-level cache for every block of pixels
@@ -40,7 +42,9 @@ class PointwiseEmitter {
 
  private:
   Value* i64(int64_t v) { return code_.i64(v); }
-  void emitChannels(Value* n, Value* o0, int vectors);
+  void emitRowChannels(Value* n, Value* oy, Value* o0, int vectors);
+  void emitPlaneChannels(Value* n, Value* o0, int vectors);
+  void runEpilogue(Value* n, Value* o0, Value* oy, int vectors, int64_t rows);
   void emitBlock(Value* n, Value* o0, int vectors, Value* p0, int rows);
   void emitTapBlock(Value* n, Value* o0, int vectors, Value* oy, int64_t knownOy, int64_t ox0, int columns);
   // Whether output row oy's filter row ky reads a row of the input plane.
@@ -77,8 +81,11 @@ Expected<llvm::Function*> PointwiseEmitter::run() {
   // block is wider than the image's channels: its epilogue would reach past
   // them.
   const int widest = static_cast<int>(std::min<int64_t>(t_.pointwiseVectors, c_.o / lanes_));
+  const bool byRows = packedFilterRowUnits(c_);
   code_.unitSteps("channels", [&](Value* u, const std::function<void(int64_t)>& advance) {
-    Value* n = b_.CreateUDiv(u, i64(c_.o));
+    Value* row = b_.CreateUDiv(u, i64(c_.o));  // (image, row) by rows, else the image
+    Value* n = byRows ? b_.CreateUDiv(row, i64(c_.oh)) : row;
+    Value* oy = byRows ? b_.CreateURem(row, i64(c_.oh)) : nullptr;
     Value* o0 = b_.CreateURem(u, i64(c_.o));
     Value* left = b_.CreateSub(code_.end(), u);
     Value* inImage = b_.CreateSub(i64(c_.o), o0);
@@ -90,7 +97,12 @@ Expected<llvm::Function*> PointwiseEmitter::run() {
       auto* other = llvm::BasicBlock::Create(b_.getContext(), "", fn);
       b_.CreateCondBr(v == 1 ? b_.getTrue() : b_.CreateICmpSGE(left, i64(channels)), taken, other);
       b_.SetInsertPoint(taken);
-      code_.part(v == widest ? 1.0 : 0.0, [&] { emitChannels(n, o0, v); });
+      code_.part(v == widest ? 1.0 : 0.0, [&] {
+        if (byRows)
+          emitRowChannels(n, oy, o0, v);
+        else
+          emitPlaneChannels(n, o0, v);
+      });
       advance(channels);
       b_.SetInsertPoint(other);
     }
@@ -99,42 +111,54 @@ Expected<llvm::Function*> PointwiseEmitter::run() {
   return code_.finish();
 }
 
-// Channels [o0, o0 + vectors * lanes) of image n: every block of pixels,
-// then the epilogue over their planes. A 1x1 filter's pixels are blocks of
-// the flattened plane; with taps, blocks of an output row, whose columns
-// (known here) say which taps fall into padding: the rows whose every
-// filter row lies in the plane as one loop, those above and below it as
-// code of their own, whose rows in the padding are known too.
-void PointwiseEmitter::emitChannels(Value* n, Value* o0, int vectors) {
+// Channels [o0, o0 + vectors * lanes) of row oy of image n (a 1x1 filter:
+// blocks of the row's pixels), then the epilogue over them.
+void PointwiseEmitter::emitRowChannels(Value* n, Value* oy, Value* o0, int vectors) {
+  const int64_t pixels = t_.pointwisePixels, full = c_.ow / pixels, rest = c_.ow % pixels;
+  Value* rowStart = b_.CreateMul(oy, i64(c_.ow));
+  code_.loop(full, "pixels", [&](Value* i) {
+    emitBlock(n, o0, vectors, b_.CreateAdd(rowStart, b_.CreateMul(i, i64(pixels))), static_cast<int>(pixels));
+  });
+  if (rest > 0)
+    code_.part(static_cast<double>(rest) / static_cast<double>(c_.ow), [&] {
+      emitBlock(n, o0, vectors, b_.CreateAdd(rowStart, i64(full * pixels)), static_cast<int>(rest));
+    });
+  runEpilogue(n, o0, oy, vectors, 1);
+}
+
+// Channels [o0, o0 + vectors * lanes) of image n: blocks of each output
+// row, whose columns (known here) say which taps fall into padding: the
+// rows whose every filter row lies in the plane as one loop, those above
+// and below it as code of their own, whose rows in the padding are known
+// too; then the epilogue over their planes.
+void PointwiseEmitter::emitPlaneChannels(Value* n, Value* o0, int vectors) {
   const int64_t rows = t_.pointwisePixels;
-  if (c_.pointwise()) {
-    const int64_t full = pixels_ / rows, rest = pixels_ % rows;
-    code_.loop(full, "pixels", [&](Value* i) { emitBlock(n, o0, vectors, b_.CreateMul(i, i64(rows)), static_cast<int>(rows)); });
-    if (rest > 0)
-      code_.part(static_cast<double>(rest) / static_cast<double>(pixels_),
-                 [&] { emitBlock(n, o0, vectors, i64(full * rows), static_cast<int>(rest)); });
-  } else {
-    auto inside = [&](int64_t oy) {
-      for (int64_t ky = 0; ky < c_.kh; ++ky)
-        if (!rowInPlane(oy, ky)) return false;
-      return true;
-    };
-    int64_t lo = 0;
-    while (lo < c_.oh && !inside(lo)) ++lo;
-    int64_t hi = lo;
-    while (hi < c_.oh && inside(hi)) ++hi;
-    auto row = [&](Value* oy, int64_t known) {
-      for (int64_t ox0 = 0; ox0 < c_.ow; ox0 += rows)
-        emitTapBlock(n, o0, vectors, oy, known, ox0, static_cast<int>(std::min(rows, c_.ow - ox0)));
-    };
-    for (int64_t oy = 0; oy < lo; ++oy) row(i64(oy), oy);
-    code_.loop(hi - lo, "oy", [&](Value* i) { row(b_.CreateAdd(i, i64(lo)), -1); });
-    for (int64_t oy = hi; oy < c_.oh; ++oy) row(i64(oy), oy);
-  }
-  if (conv_.epilogue)
-    if (Status s = callConvEpilogue(code_, conv_, epilogueBuffers_, n, o0, i64(0), int64_t{vectors} * lanes_, c_.oh);
-        !s && status_)
-      status_ = s;
+  auto inside = [&](int64_t oy) {
+    for (int64_t ky = 0; ky < c_.kh; ++ky)
+      if (!rowInPlane(oy, ky)) return false;
+    return true;
+  };
+  int64_t lo = 0;
+  while (lo < c_.oh && !inside(lo)) ++lo;
+  int64_t hi = lo;
+  while (hi < c_.oh && inside(hi)) ++hi;
+  auto row = [&](Value* oy, int64_t known) {
+    for (int64_t ox0 = 0; ox0 < c_.ow; ox0 += rows)
+      emitTapBlock(n, o0, vectors, oy, known, ox0, static_cast<int>(std::min(rows, c_.ow - ox0)));
+  };
+  for (int64_t oy = 0; oy < lo; ++oy) row(i64(oy), oy);
+  code_.loop(hi - lo, "oy", [&](Value* i) { row(b_.CreateAdd(i, i64(lo)), -1); });
+  for (int64_t oy = hi; oy < c_.oh; ++oy) row(i64(oy), oy);
+  runEpilogue(n, o0, i64(0), vectors, c_.oh);
+}
+
+// The epilogue over channels [o0, o0 + vectors * lanes) of image n, output
+// rows [oy, oy + rows): the first error is kept for run().
+void PointwiseEmitter::runEpilogue(Value* n, Value* o0, Value* oy, int vectors, int64_t rows) {
+  if (!conv_.epilogue) return;
+  if (Status s = callConvEpilogue(code_, conv_, epilogueBuffers_, n, o0, oy, int64_t{vectors} * lanes_, rows);
+      !s && status_)
+    status_ = s;
 }
 
 // The accumulators of `rows` pixels x `vectors` vectors of channels from

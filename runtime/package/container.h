@@ -68,14 +68,20 @@ namespace kfuse::package {
 // when read; format 14 packs the filters of layers strided by 2 too, whose
 // code reads their input in place (ops::packedFilterStrided), which a
 // format-13 reader would refuse as a shape it cannot pack; older packages
-// have none and run as compiled.
-inline constexpr uint32_t kFormatVersion = 14;
+// have none and run as compiled; format 15's code for a 1x1 layer with a
+// packed filter takes output rows as its work units, not planes
+// (exec/packed_filter.h's packedFilterRowUnits): an older package with such
+// a layer over more than one row is refused (its code would read the
+// runner's ranges as planes), one whose 1x1 layers are one row each (a
+// row is a plane) runs as compiled.
+inline constexpr uint32_t kFormatVersion = 15;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;
 inline constexpr uint32_t kLargeWholePlanesFormatVersion = 9;
 inline constexpr uint32_t kMarkedPackedFiltersFormatVersion = 12;
 inline constexpr uint32_t kMarkedPackedGemmsFormatVersion = 13;
+inline constexpr uint32_t kPackedRowUnitsFormatVersion = 15;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

@@ -355,6 +355,11 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that ran planes past 32x32 as rows, and this kfuse runs them whole; compile the model "
                               "again with this kfuse")));
+      if (meta_.formatVersion < package::kPackedRowUnitsFormatVersion && c.packedFilter && packedFilterRowUnits(c) &&
+          c.oh > 1)
+        return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
+                              "that split 1x1 layers with a packed filter by planes, and this kfuse splits them by "
+                              "rows; compile the model again with this kfuse")));
       if (Status e = epilogueAgrees(f, s, f.convEpilogues, static_cast<bool>(convEpilogue(*f.plan, s)),
                                     "direct convolution", "after the convolution",
                                     "; compile the model again with this kfuse");

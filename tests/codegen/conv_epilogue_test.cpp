@@ -111,6 +111,40 @@ TEST(ConvEpilogue, ReductionsRunInsideOverWholePlanesOnly) {
   for (int threads : {1, 3}) EXPECT_EQ(testing::cpuMatchesInterpreter(*m, args, threads), "") << threads << " threads";
 }
 
+// A 1x1 convolution with a packed filter over joined rows of more than one
+// (14x14 planes: two rows of 98) takes rows as its work units
+// (exec/packed_filter.h's packedFilterRowUnits): a tanh runs inside per
+// row, a global average pool stays after; over one row (7x7 planes) the
+// pool runs inside, a row being the plane.
+TEST(ConvEpilogue, PackedFilterRowsHoldWholePlanesOnlyWhenARowIsThePlane) {
+  auto m = testing::preparedModule(R"(module @m {
+  param @w1 : f32[48,256,1,1]
+  param @w2 : f32[32,256,1,1]
+  param @w3 : f32[32,64,1,1]
+  func @main(%x: f32[2,256,14,14], %z: f32[1,64,7,7]) -> (f32[2,48,14,14], f32[2,32,1,1], f32[1,32,1,1]) {
+    %0 = conv2d %x, @w1 : f32[2,48,14,14]
+    %1 = tanh %0 : f32[2,48,14,14]
+    %2 = conv2d %x, @w2 : f32[2,32,14,14]
+    %3 = relu %2 : f32[2,32,14,14]
+    %4 = reduce_mean %3 {axes = [2, 3], keepdims = true} : f32[2,32,1,1]
+    %5 = conv2d %z, @w3 : f32[1,32,7,7]
+    %6 = relu %5 : f32[1,32,7,7]
+    %7 = reduce_mean %6 {axes = [2, 3], keepdims = true} : f32[1,32,1,1]
+    return %1, %4, %7
+  }
+})");
+  ASSERT_TRUE(m);
+  setParams(*m);
+  std::vector<std::string> v = verdicts(*m);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0], "");
+  EXPECT_NE(v[1].find("it reduces across blocks"), std::string::npos) << v[1];
+  EXPECT_EQ(v[2], "");
+  const std::vector<Tensor> args = waveArgs(*m);
+  for (int threads : {1, 2, 3})
+    EXPECT_EQ(testing::cpuMatchesInterpreter(*m, args, threads, 1e-4), "") << threads << " threads";
+}
+
 // Where a second pass is as good: a depthwise convolution over rows (a
 // unit of 30 outputs), blocks of 16 channels of 24x24 planes (36 KB) that
 // would leave the first-level cache. A ReLU over rows runs inside.

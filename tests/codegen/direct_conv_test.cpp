@@ -341,8 +341,8 @@ TEST(DirectConv, EveryCaseMatchesTheInterpreterWithThisMachinesTiling) {
 // Convolutions with a packed filter (exec/packed_filter.h): output
 // channels across the lanes. Blocks of every width a range leaves (80
 // channels: 48 + 32 at 16 lanes, 24 + 24 + 24 + 8 at 8), pixel blocks with
-// remainders (49, 196, 16 and 64 pixels; rows of 7, 14 and 8 with taps),
-// two images, with and without a bias, input channels from 3 to 257, taps
+// remainders (49, 196, 16 and 64 pixels, and rows of 98 in a 1x1 layer's
+// units; rows of 7, 14 and 8 with taps), two images, with and without a bias, input channels from 3 to 257, taps
 // of 3x3, 2x2 padded on one side and 5x5 wider than the padding; every
 // aligned unit split gives the same bits.
 const char* const kPackedFilterCases[] = {
@@ -355,6 +355,14 @@ const char* const kPackedFilterCases[] = {
       R"(module @m {
   func @main(%x: f32[1,257,14,14], %w: f32[16,257,1,1]) -> (f32[1,16,14,14]) {
     %y = conv2d %x, %w : f32[1,16,14,14]
+    return %y
+  }
+})",
+      // Two joined rows of 98 pixels per image (exec/packed_filter.h's
+      // row units), 48 channels: ranges that end inside a row.
+      R"(module @m {
+  func @main(%x: f32[2,256,14,14], %w: f32[48,256,1,1], %b: f32[48]) -> (f32[2,48,14,14]) {
+    %y = conv2d %x, %w, %b : f32[2,48,14,14]
     return %y
   }
 })",

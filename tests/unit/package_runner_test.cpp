@@ -229,31 +229,45 @@ TEST(PackageRunner, ConvolutionsRunDirectlyWhereThePackageSaysSo) {
       << outside.error().message();
 }
 
+// A 1x1 convolution of c input channels to 32 over side x side planes, with
+// a constant filter, then a ReLU.
+std::unique_ptr<Module> pointwiseModule(int c, int side) {
+  std::string w;
+  for (int i = 0; i < 32 * c; ++i) w += str(i ? ", " : "", std::sin(0.7 * i));
+  const std::string x = str("f32[1,", c, ",", side, ",", side, "]"), y = str("f32[1,32,", side, ",", side, "]");
+  auto m = parseModule(str(R"(module @conv {
+  param @w : f32[32,)", c, R"(,1,1] = dense<f32[32,)", c, R"(,1,1]>[)", w, R"(]
+  func @forward(%x: )", x, R"() -> ()", y, R"() {
+    %0 = conv2d %x, @w : )", y, R"(
+    %1 = relu %0 : )", y, R"(
+    return %1
+  }
+})"),
+                       "pointwise.kir", {});
+  EXPECT_TRUE(m) << m.error().message();
+  return m ? std::move(*m) : nullptr;
+}
+
+// pointwiseModule(c, side) compiled for one thread and read back.
+Expected<std::shared_ptr<const Package>> pointwisePackage(int c, int side) {
+  PackageCompileOptions o;
+  o.threads = 1;
+  KF_ASSIGN_OR_RETURN(CompiledPackage compiled, compilePackage(pointwiseModule(c, side), o));
+  return Package::parse(compiled.bytes(), "pointwise.kfpkg");
+}
+
 // A 1x1 convolution over 7x7 with a constant filter runs over a packed copy
 // of it (exec/packed_filter.h): the package lists it and gives the
 // interpreter's result; a package that does not list it (as format 10 wrote
 // them) has code that reads the filter as it is, and is refused.
 TEST(PackageRunner, SmallPointwiseConvolutionsReadTheirFilterPacked) {
-  std::string w;
-  for (int i = 0; i < 32 * 8; ++i) w += str(i ? ", " : "", std::sin(0.7 * i));
-  auto module = parseModule(str(R"(module @conv {
-  param @w : f32[32,8,1,1] = dense<f32[32,8,1,1]>[)", w, R"(]
-  func @forward(%x: f32[1,8,7,7]) -> (f32[1,32,7,7]) {
-    %0 = conv2d %x, @w : f32[1,32,7,7]
-    %1 = relu %0 : f32[1,32,7,7]
-    return %1
-  }
-})"), "pointwise.kir", {});
-  ASSERT_TRUE(module) << module.error().message();
+  auto module = pointwiseModule(8, 7);
+  ASSERT_TRUE(module);
   Tensor x(TensorType(DType::F32, {1, 8, 7, 7}));
   for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
-  auto want = interpret(*(*module)->functions().front(), {x});
+  auto want = interpret(*module->functions().front(), {x});
   ASSERT_TRUE(want) << want.error().message();
-  PackageCompileOptions o;
-  o.threads = 1;
-  auto compiled = compilePackage(std::move(*module), o);
-  ASSERT_TRUE(compiled) << compiled.error().message();
-  auto pkg = Package::parse(compiled->bytes(), "pointwise.kfpkg");
+  auto pkg = pointwisePackage(8, 7);
   ASSERT_TRUE(pkg) << pkg.error().message();
   const PackageFunction& f = (*pkg)->functions().front();
   ASSERT_EQ(f.directConvs, std::vector<size_t>{0});
@@ -283,6 +297,29 @@ TEST(PackageRunner, SmallPointwiseConvolutionsReadTheirFilterPacked) {
                                               "filter packed, and its plan does not say so"),
             std::string::npos)
       << listedOnly.error().message();
+}
+
+// A 1x1 layer with a packed filter over 14x14 planes (256 input channels)
+// runs as two joined rows of 98 pixels, split by rows since format 15
+// (packedFilterRowUnits); format 14's code took planes as its units, and
+// such a package is refused. Over 7x7 (one joined row, a row being a
+// plane) it is read.
+TEST(PackageRunner, OlderPointwiseConvolutionsOverSeveralRowsAreRefused) {
+  auto rows = pointwisePackage(256, 14);
+  ASSERT_TRUE(rows) << rows.error().message();
+  const ConvSpec& c = (*rows)->functions().front().plan->steps[0].conv();
+  ASSERT_TRUE(c.packedFilter);
+  ASSERT_EQ(c.oh, 2);
+  auto old = rewritten(**rows, [](PackageContents&) {}, 14);
+  ASSERT_FALSE(old);
+  EXPECT_NE(old.error().message().find("function @forward: the direct convolution at step 0 was compiled by a kfuse "
+                                       "that split 1x1 layers with a packed filter by planes"),
+            std::string::npos)
+      << old.error().message();
+  auto one = pointwisePackage(8, 7);
+  ASSERT_TRUE(one) << one.error().message();
+  ASSERT_EQ((*one)->functions().front().plan->steps[0].conv().oh, 1);
+  EXPECT_TRUE(rewritten(**one, [](PackageContents&) {}, 14));
 }
 
 // convPackage(h, wd), whose convolution runs as whole planes, read back as
