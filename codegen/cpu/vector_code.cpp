@@ -1,5 +1,6 @@
 #include "codegen/cpu/vector_code.h"
 
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -166,6 +167,12 @@ void VectorCode::store(Value* v, Value* ptr, llvm::Constant* m) {
 }
 
 llvm::AllocaInst* VectorCode::accumulator() { return frameSlot(vec_, 1, "acc"); }
+
+void VectorCode::prefetch(Value* base, Value* index) {
+  llvm::Function* f = llvm::Intrinsic::getDeclaration(fn_->getParent(), llvm::Intrinsic::prefetch, {b_.getInt8PtrTy()});
+  // A read (0), kept in every level (3), of data (1).
+  b_.CreateCall(f, {b_.CreateBitCast(at(base, index), b_.getInt8PtrTy()), b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+}
 
 void VectorCode::multiplyAdd(llvm::AllocaInst* acc, Value* a, Value* x) {
   Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_}, {a, x, b_.CreateLoad(vec_, acc)});

@@ -74,6 +74,9 @@ class VectorCode {
   llvm::Value* loadFloat(llvm::Value* base, llvm::Value* index) {
     return b_.CreateAlignedLoad(b_.getFloatTy(), at(base, index), llvm::Align(4));
   }
+  // A hint to bring base[index]'s line into the first-level cache (a read;
+  // an address past the buffer is harmless: a prefetch never faults).
+  void prefetch(llvm::Value* base, llvm::Value* index);
   // acc[slot] += a * x, the accumulators living in allocas SROA turns into
   // registers.
   llvm::AllocaInst* accumulator();
