@@ -85,7 +85,7 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
   // blocks, one channel's row, were too short to pay for it.
   // A packed filter's code (codegen/cpu) completes whole planes too, unless
   // its units are rows of a plane of several (exec/packed_filter.h).
-  const bool wholePlanes = c.packedFilter ? !packedFilterRowUnits(c) || c.oh == 1 : c.wholePlanes();
+  const bool wholePlanes = c.packedFilter ? packedFilterUnitsHoldPlanes(c) : c.wholePlanes();
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1), pixels = wholePlanes ? c.oh * c.ow : c.ow;
   if (og * pixels < kMinConvEpilogueUnit)
     return Error(str("a unit of its work holds ", og * pixels, " outputs, fewer than ", kMinConvEpilogueUnit));

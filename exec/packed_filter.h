@@ -84,6 +84,11 @@ void markPackedFilters(Plan& plan, const PackedFilterPolicy& policy);
 // planes.
 inline bool packedFilterRowUnits(const ConvSpec& c) { return c.pointwise(); }
 
+// Whether each such unit completes whole output planes: planes, or rows of
+// planes one row high. Read by the epilogue rule (a reduction inside needs
+// whole planes) and by packages (format 14's code took planes).
+inline bool packedFilterUnitsHoldPlanes(const ConvSpec& c) { return !packedFilterRowUnits(c) || c.oh == 1; }
+
 // Floats the packed copy of the filter takes, and the bytes a runner
 // allocates for the copies of `steps`.
 int64_t packedFilterElements(const ConvSpec& c);

@@ -83,9 +83,9 @@ Expected<llvm::Function*> PointwiseEmitter::run() {
   const int widest = static_cast<int>(std::min<int64_t>(t_.pointwiseVectors, c_.o / lanes_));
   const bool byRows = packedFilterRowUnits(c_);
   code_.unitSteps("channels", [&](Value* u, const std::function<void(int64_t)>& advance) {
-    Value* row = b_.CreateUDiv(u, i64(c_.o));  // (image, row) by rows, else the image
-    Value* n = byRows ? b_.CreateUDiv(row, i64(c_.oh)) : row;
-    Value* oy = byRows ? b_.CreateURem(row, i64(c_.oh)) : nullptr;
+    Value* outer = b_.CreateUDiv(u, i64(c_.o));  // (image, row) by rows, else the image
+    Value* n = byRows ? b_.CreateUDiv(outer, i64(c_.oh)) : outer;
+    Value* oy = byRows ? b_.CreateURem(outer, i64(c_.oh)) : nullptr;
     Value* o0 = b_.CreateURem(u, i64(c_.o));
     Value* left = b_.CreateSub(code_.end(), u);
     Value* inImage = b_.CreateSub(i64(c_.o), o0);

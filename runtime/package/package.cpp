@@ -355,8 +355,8 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that ran planes past 32x32 as rows, and this kfuse runs them whole; compile the model "
                               "again with this kfuse")));
-      if (meta_.formatVersion < package::kPackedRowUnitsFormatVersion && c.packedFilter && packedFilterRowUnits(c) &&
-          c.oh > 1)
+      if (meta_.formatVersion < package::kPackedRowUnitsFormatVersion && c.packedFilter &&
+          !packedFilterUnitsHoldPlanes(c))
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that split 1x1 layers with a packed filter by planes, and this kfuse splits them by "
                               "rows; compile the model again with this kfuse")));
