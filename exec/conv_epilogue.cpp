@@ -8,68 +8,32 @@
 #include "ir/support/strings.h"
 
 namespace kfuse {
+
+using kernel::restride;
+
 namespace {
-
-// A dim of extent > 1 as the range [lo, hi) of place values it takes in
-// the row-major index, and an access's stride per unit of it.
-struct Piece {
-  int64_t lo = 1, hi = 1, stride = 0;
-};
-
-std::vector<Piece> piecesOf(const Shape& shape, const std::vector<int64_t>& strides) {
-  std::vector<Piece> out;
-  int64_t place = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] > 1) out.push_back({place, place * shape[d], strides.empty() ? 0 : strides[d]});
-    place *= shape[d];
+// Whether an access with `strides` along dims of `extents` reaches a
+// different element from every point: sorted by stride, each at least the
+// span of the ones below it.
+bool injective(const std::array<int64_t, 4>& strides, const Shape& extents) {
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  for (size_t d = 0; d < 4; ++d) {
+    if (extents[d] <= 1) continue;
+    if (strides[d] <= 0) return false;
+    dims.emplace_back(strides[d], extents[d]);
   }
-  return out;
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1;
+  for (const auto& [stride, extent] : dims) {
+    if (stride < span) return false;
+    span = stride * extent;
+  }
+  return true;
 }
-
-// The strides along `to`'s dims (0 for dims of extent 1) of an access
-// walking `from` with `strides`, both shapes factorising one row-major
-// index; nullopt where the access is not affine in `to`'s indices (a dim
-// of `to` spanning parts of `from`'s dims whose strides do not chain).
-std::optional<std::vector<int64_t>> restride(const Shape& from, const std::vector<int64_t>& strides, const Shape& to) {
-  if (numElements(from) != numElements(to)) return std::nullopt;
-  const std::vector<Piece> fromPieces = piecesOf(from, strides);
-  const std::vector<Piece> toPieces = piecesOf(to, {});
-  std::vector<int64_t> bounds = {1};
-  for (const std::vector<Piece>* ps : {&fromPieces, &toPieces})
-    for (const Piece& p : *ps) bounds.insert(bounds.end(), {p.lo, p.hi});
-  std::sort(bounds.begin(), bounds.end());
-  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-  // The common refinement: pieces between consecutive bounds, each inside
-  // one dim of `from` (bounds must divide each other).
-  std::vector<Piece> fine;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    if (bounds[i + 1] % bounds[i] != 0) return std::nullopt;
-    auto in = std::find_if(fromPieces.begin(), fromPieces.end(),
-                           [&](const Piece& p) { return p.lo <= bounds[i] && bounds[i + 1] <= p.hi; });
-    if (in == fromPieces.end()) return std::nullopt;
-    fine.push_back({bounds[i], bounds[i + 1], in->stride * (bounds[i] / in->lo)});
-  }
-  std::vector<int64_t> out(to.size(), 0);
-  int64_t place = 1;
-  for (size_t d = to.size(); d-- > 0;) {
-    const int64_t lo = place, hi = place * to[d];
-    place = hi;
-    if (to[d] <= 1) continue;
-    auto first = std::find_if(fine.begin(), fine.end(), [&](const Piece& p) { return p.lo == lo; });
-    if (first == fine.end()) return std::nullopt;
-    out[d] = first->stride;
-    int64_t expected = first->stride * (first->hi / first->lo);
-    for (auto p = first + 1; p != fine.end() && p->hi <= hi; ++p) {
-      if (p->stride != expected) return std::nullopt;
-      expected = p->stride * (p->hi / p->lo);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
-Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, const std::vector<bool>& confined) {
+Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, const std::vector<bool>& confined,
+                                  const std::vector<bool>& storedOnly) {
   if (!k.prologue.empty() || !k.globals.empty()) return Error("it folds globals over the whole space");
   for (const kernel::Store& s : k.stores)
     if (s.scope == kernel::StoreScope::Final || s.gathered || s.accumulate) return Error("it scatters or folds");
@@ -120,7 +84,9 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
     if (seen[buffer] && b.strides[buffer] != strides) return Error(str(name, " is accessed with two sets of strides"));
     seen[buffer] = true;
     b.strides[buffer] = strides;
-    if (confined[buffer] && (map.base != 0 || (strides != walk && (k.reduce.empty() || strides != planes))))
+    const bool walksAsY = map.base == 0 && (strides == walk || (!k.reduce.empty() && strides == planes));
+    const bool free = buffer < storedOnly.size() && storedOnly[buffer] && k.reduce.empty() && injective(strides, y);
+    if (confined[buffer] && !walksAsY && !free)
       return Error(str(name, " is not walked as the convolution's output is, so a block could reach past its own"));
   }
   return b;
@@ -158,7 +124,7 @@ Expected<ConvBlocks> convEpilogue(const Plan& plan, size_t step) {
   for (int b : {c.x, c.w, c.bias})
     if (b >= 0 && std::find(e.written.begin(), e.written.end(), plan.storageOf(b)) != e.written.end())
       return Error("the epilogue writes over an operand of the convolution");
-  return convBlocksOf(plan.kernels[static_cast<size_t>(s.kernels[0])], c, e.confined);
+  return convBlocksOf(plan.kernels[static_cast<size_t>(s.kernels[0])], c, e.confined, e.storedOnly);
 }
 
 }  // namespace kfuse

@@ -56,8 +56,14 @@ struct ConvBlocks {
 };
 
 // Whether `k` runs in blocks of `c`'s output, and how; the error says why
-// not. confined[i] is for kernel buffer i.
-Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, const std::vector<bool>& confined);
+// not. confined[i] and storedOnly[i] (EpilogueStorage; empty: none) are for
+// kernel buffer i: a confined buffer is walked as y is, unless it is only
+// stored, where any map that sends different outputs to different elements
+// will do (a block then writes only elements of its own outputs): the
+// copy a padded or concatenated tensor is built with, done by the
+// convolution's epilogue writing into it (codegen/plan/copy_elision.h).
+Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, const std::vector<bool>& confined,
+                                  const std::vector<bool>& storedOnly = {});
 
 // `k` over one block of `channels` x `rows` x `cols`: run with every buffer
 // i's pointer moved by blocks.strides[i] times the block's image, first

@@ -1,10 +1,28 @@
 #include "exec/index_space.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_set>
 
 namespace kfuse::kernel {
 namespace {
+
+// A dim of extent > 1 as the range [lo, hi) of place values it takes in
+// the row-major index, and an access's stride per unit of it.
+struct PlacePiece {
+  int64_t lo = 1, hi = 1, stride = 0;
+};
+
+std::vector<PlacePiece> piecesOf(const Shape& shape, const std::vector<int64_t>& strides) {
+  std::vector<PlacePiece> out;
+  int64_t place = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 1) out.push_back({place, place * shape[d], strides.empty() ? 0 : strides[d]});
+    place *= shape[d];
+  }
+  return out;
+}
+
 
 std::vector<int64_t> stridesOfDim(const Kernel& k, size_t dim) {
   std::vector<int64_t> strides;
@@ -110,5 +128,45 @@ std::vector<std::pair<size_t, size_t>> reductionGroups(const Kernel& k) {
   }
   return groups;
 }
+
+// Through the common refinement of both shapes' place values (their
+// pieces), each inside one dim of `from`.
+std::optional<std::vector<int64_t>> restride(const Shape& from, const std::vector<int64_t>& strides, const Shape& to) {
+  if (numElements(from) != numElements(to)) return std::nullopt;
+  const std::vector<PlacePiece> fromPieces = piecesOf(from, strides);
+  const std::vector<PlacePiece> toPieces = piecesOf(to, {});
+  std::vector<int64_t> bounds = {1};
+  for (const std::vector<PlacePiece>* ps : {&fromPieces, &toPieces})
+    for (const PlacePiece& p : *ps) bounds.insert(bounds.end(), {p.lo, p.hi});
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  // The common refinement: pieces between consecutive bounds, each inside
+  // one dim of `from` (bounds must divide each other).
+  std::vector<PlacePiece> fine;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    if (bounds[i + 1] % bounds[i] != 0) return std::nullopt;
+    auto in = std::find_if(fromPieces.begin(), fromPieces.end(),
+                           [&](const PlacePiece& p) { return p.lo <= bounds[i] && bounds[i + 1] <= p.hi; });
+    if (in == fromPieces.end()) return std::nullopt;
+    fine.push_back({bounds[i], bounds[i + 1], in->stride * (bounds[i] / in->lo)});
+  }
+  std::vector<int64_t> out(to.size(), 0);
+  int64_t place = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    const int64_t lo = place, hi = place * to[d];
+    place = hi;
+    if (to[d] <= 1) continue;
+    auto first = std::find_if(fine.begin(), fine.end(), [&](const PlacePiece& p) { return p.lo == lo; });
+    if (first == fine.end()) return std::nullopt;
+    out[d] = first->stride;
+    int64_t expected = first->stride * (first->hi / first->lo);
+    for (auto p = first + 1; p != fine.end() && p->hi <= hi; ++p) {
+      if (p->stride != expected) return std::nullopt;
+      expected = p->stride * (p->hi / p->lo);
+    }
+  }
+  return out;
+}
+
 
 }  // namespace kfuse::kernel

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -52,5 +53,15 @@ std::vector<bool> dimsReadByIndexLeaves(const Kernel& k);
 // pass over the row: a reduction joins the previous one's group unless it
 // reads an accumulator of that group, which is final only after it.
 std::vector<std::pair<size_t, size_t>> reductionGroups(const Kernel& k);
+
+// The strides along `to`'s dims (0 for dims of extent 1) of an access
+// walking `from` with `strides`, both shapes factorising one row-major
+// index; nullopt where the access is not affine in `to`'s indices (a dim
+// of `to` spanning parts of `from`'s dims whose strides do not chain).
+// Read where one kernel's access moves into another's space (a
+// convolution's epilogue cut into blocks, exec/conv_epilogue.h; a copy's
+// destination given to the step computing its source,
+// codegen/plan/copy_elision.h).
+std::optional<std::vector<int64_t>> restride(const Shape& from, const std::vector<int64_t>& strides, const Shape& to);
 
 }  // namespace kfuse::kernel

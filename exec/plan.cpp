@@ -59,6 +59,48 @@ std::vector<int> stepBuffers(const Step& s) {
   return out;
 }
 
+void dropBuffers(Plan& p, const std::vector<bool>& drop) {
+  std::vector<int> renumbered(p.buffers.size(), -1);
+  std::vector<PlanBuffer> kept;
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    if (i >= drop.size() || !drop[i]) {
+      renumbered[i] = static_cast<int>(kept.size());
+      kept.push_back(std::move(p.buffers[i]));
+    }
+  p.buffers = std::move(kept);
+  auto fix = [&](int& b) {
+    if (b >= 0) b = renumbered[static_cast<size_t>(b)];
+  };
+  auto fixAll = [&](std::vector<int>& bs) {
+    for (int& b : bs) fix(b);
+  };
+  for (PlanBuffer& b : p.buffers)
+    if (b.kind == BufferKind::Alias) fix(b.aliasOf);
+  for (Step& s : p.steps) {
+    switch (s.kind()) {
+      case StepKind::Gemm:
+        for (int* b : {&s.gemm().a, &s.gemm().b, &s.gemm().c}) fix(*b);
+        break;
+      case StepKind::Conv:
+        for (int* b : {&s.conv().x, &s.conv().w, &s.conv().bias, &s.conv().y, &s.conv().workspace}) fix(*b);
+        break;
+      case StepKind::Reference:
+        fixAll(s.reference().inputs);
+        fixAll(s.reference().outputs);
+        break;
+      case StepKind::Collective:
+        fixAll(s.collective().inputs);
+        fixAll(s.collective().outputs);
+        break;
+      case StepKind::Kernels: break;
+    }
+    for (std::vector<int>& bs : s.kernelBuffers) fixAll(bs);
+  }
+  fixAll(p.inputs);
+  fixAll(p.outputs);
+  for (auto& update : p.updates) fix(update.second);
+}
+
 std::vector<int> stepWrites(const Plan& p, const Step& s) {
   std::vector<int> out;
   if (s.kind() == StepKind::Gemm) out.push_back(s.gemm().c);
@@ -183,6 +225,12 @@ EpilogueStorage epilogueStorage(const Plan& p, const Step& s, int result) {
   for (size_t i = 0; i < k.buffers.size(); ++i)
     out.confined.push_back(storage(i) == p.storageOf(result) ||
                            std::find(out.written.begin(), out.written.end(), storage(i)) != out.written.end());
+  for (size_t i = 0; i < k.buffers.size(); ++i) {
+    bool alone = k.buffers[i].output && storage(i) != p.storageOf(result);
+    for (size_t j = 0; j < k.buffers.size(); ++j) alone = alone && (j == i || storage(j) != storage(i));
+    for (const kernel::Load& l : k.loads) alone = alone && l.buffer != static_cast<int>(i);
+    out.storedOnly.push_back(alone);
+  }
   return out;
 }
 

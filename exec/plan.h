@@ -242,6 +242,11 @@ struct Plan {
 // reference operands and results, workspace), in no particular order.
 std::vector<int> stepBuffers(const Step& s);
 
+// Drops the buffers `drop` marks (none of which a step, an alias, an input,
+// an output or an update may name) and renumbers every reference to the
+// others, in order.
+void dropBuffers(Plan& p, const std::vector<bool>& drop);
+
 // The buffers step `s` of `p` writes: a GEMM's or convolution's result (and
 // workspace), its epilogue's and a kernel bundle's outputs, a reference op's
 // results.
@@ -251,10 +256,14 @@ std::vector<int> stepWrites(const Plan& p, const Step& s);
 // and per epilogue buffer whether a block of the step, running the
 // epilogue over its own part of the step's result `result`, must keep to
 // its own elements there: the buffer lies on the result's storage or on
-// one the epilogue writes (exec/row_blocks.h, exec/conv_epilogue.h).
+// one the epilogue writes (exec/row_blocks.h, exec/conv_epilogue.h); and
+// whether it is only stored, on a storage that no other buffer of the
+// epilogue and not the result lies on (a block's writes there reach no
+// element another block reads, wherever they land).
 struct EpilogueStorage {
   std::vector<int> written;
   std::vector<bool> confined;
+  std::vector<bool> storedOnly;
 };
 EpilogueStorage epilogueStorage(const Plan& p, const Step& s, int result);
 

@@ -73,8 +73,14 @@ namespace kfuse::package {
 // (exec/packed_filter.h's packedFilterRowUnits): an older package with such
 // a layer over more than one row is refused (its code would read the
 // runner's ranges as planes), one whose 1x1 layers are one row each (a
-// row is a plane) runs as compiled.
-inline constexpr uint32_t kFormatVersion = 15;
+// row is a plane) runs as compiled; format 16 runs inside a direct
+// convolution an epilogue that stores a buffer it does not read through
+// other strides than y's, where no two outputs reach one element (a
+// concat's run the epilogue writes in place of the concat's copy:
+// codegen/plan/copy_elision.h, exec/conv_epilogue.h's storedOnly): an older
+// package whose code runs such an epilogue after its convolution is
+// refused (its code takes no epilogue buffers), others run as compiled.
+inline constexpr uint32_t kFormatVersion = 16;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;

@@ -222,5 +222,45 @@ TEST(ConvEpilogue, BlocksFollowTheConvolutionsDims) {
   EXPECT_NE(rowRead.error().message().find("is not affine"), std::string::npos) << rowRead.error().message();
 }
 
+// A buffer the epilogue only stores (a concat's run, codegen/plan/
+// copy_elision.h) may lie anywhere and walk other strides, as long as no
+// two outputs reach one element; one it also reads must walk as y does.
+TEST(ConvEpilogue, StoredOnlyBuffersMayWalkOtherStridesThatNeverCollide) {
+  auto m = testing::preparedModule(R"(module @m {
+  param @w : f32[4,4,3,3]
+  func @main(%x: f32[1,4,8,8]) -> (f32[1,4,8,8]) {
+    %0 = conv2d %x, @w {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+    %1 = tanh %0 : f32[1,4,8,8]
+    return %1
+  }
+})");
+  ASSERT_TRUE(m);
+  auto plan = buildPlan(*m->functions().front());
+  ASSERT_TRUE(plan) << plan.error().message();
+  const ConvSpec& c = plan->steps[0].conv();
+  kernel::Kernel k = plan->kernels[static_cast<size_t>(plan->steps[0].kernels[0])];
+  ASSERT_EQ(k.stores.size(), 1u);
+  const auto out = static_cast<size_t>(k.stores[0].buffer);
+  const std::vector<bool> confined(k.buffers.size(), true);
+  std::vector<bool> storedOnly(k.buffers.size(), false);
+  storedOnly[out] = true;
+  // The second half of a [1,8,8,8] concat: 256 elements in.
+  k.buffers[out].type.shape = {1, 8, 8, 8};
+  k.stores[0].map = kernel::IndexMap{256, {512, 64, 8, 1}};
+  EXPECT_FALSE(convBlocksOf(k, c, confined)) << "without storedOnly, the rule of y's walk";
+  auto b = convBlocksOf(k, c, confined, storedOnly);
+  ASSERT_TRUE(b) << b.error().message();
+  EXPECT_EQ(b->strides[out], (std::array<int64_t, 4>{0, 64, 8, 1}));
+  // Rows of 10, each ending in a border: still one element per output.
+  k.stores[0].map = kernel::IndexMap{11, {400, 100, 10, 1}};
+  EXPECT_TRUE(convBlocksOf(k, c, confined, storedOnly));
+  // Channels 32 apart over 64-pixel planes: two outputs on one element.
+  k.stores[0].map = kernel::IndexMap{0, {128, 32, 8, 1}};
+  auto overlap = convBlocksOf(k, c, confined, storedOnly);
+  ASSERT_FALSE(overlap);
+  EXPECT_NE(overlap.error().message().find("could reach past its own"), std::string::npos)
+      << overlap.error().message();
+}
+
 }  // namespace
 }  // namespace kfuse
