@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/plan/buffer_plan.h"
+#include "codegen/plan/copy_elision.h"
 #include "codegen/plan/inplace.h"
 #include "exec/io/plan_io.h"
 #include "ir/support/file_io.h"
@@ -11,6 +12,12 @@
 
 namespace kfuse {
 namespace {
+
+class CopyElisionPass : public PlanPass {
+ public:
+  std::string_view name() const override { return "elide-copies"; }
+  PassResult run(Plan& p, const PassContext&) override { return elideCopies(p) > 0; }
+};
 
 class InPlacePass : public PlanPass {
  public:
@@ -36,6 +43,9 @@ std::unique_ptr<PlanPass> make() {
 
 const std::vector<PlanPassInfo>& allPlanPasses() {
   static const std::vector<PlanPassInfo> passes = {
+      {"elide-copies",
+       "drops a pad's or concat's copy of a whole value, its writer storing it in place (plan)",
+       make<CopyElisionPass>},
       {"inplace", "lets a step's output take over the storage of an input that dies there (plan)", make<InPlacePass>},
       {"plan-buffers",
        "lifetimes, arena offsets (best fit over four orders), the resident layout, and the verifier (plan)",
@@ -68,7 +78,9 @@ Expected<std::vector<std::unique_ptr<PlanPass>>> parsePlanPipeline(std::string_v
   return out;
 }
 
-std::string standardPlanPipeline(bool inplace) { return inplace ? "inplace,plan-buffers" : "plan-buffers"; }
+std::string standardPlanPipeline(bool inplace) {
+  return inplace ? "elide-copies,inplace,plan-buffers" : "elide-copies,plan-buffers";
+}
 
 Status runPlanPasses(Plan& plan, const std::vector<std::unique_ptr<PlanPass>>& passes, const PassContext& ctx,
                      const Instrumentation& instr, const std::string& inputLabel, int firstDump,
