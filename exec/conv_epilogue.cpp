@@ -61,8 +61,7 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
   // hold complete.
   if (!k.reduce.empty() && (k.reducePoints() != c.oh * c.ow || !wholePlanes))
     return Error("it reduces across blocks");
-  Shape space = k.outer;
-  space.insert(space.end(), k.reduce.begin(), k.reduce.end());
+  const Shape space = k.space();
   // How a block may walk a confined buffer: as y is, or (a reduction's row
   // stores) one element per plane.
   std::array<int64_t, 4> walk = {c.o * c.oh * c.ow, c.oh * c.ow, c.ow, 1}, planes = {c.o, 1, 0, 0};

@@ -123,6 +123,12 @@ struct Kernel {
   std::vector<Store> stores;
 
   size_t numDims() const { return outer.size() + reduce.size(); }
+  // Every iteration dim's extent, outer then reduce: what index maps walk.
+  Shape space() const {
+    Shape s = outer;
+    s.insert(s.end(), reduce.begin(), reduce.end());
+    return s;
+  }
   int64_t outerPoints() const { return numElements(outer); }
   int64_t reducePoints() const { return numElements(reduce); }
   // Index of the first accumulator / global among the Input leaves.

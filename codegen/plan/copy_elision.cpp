@@ -7,21 +7,13 @@
 namespace kfuse {
 namespace {
 
-Shape spaceOf(const kernel::Kernel& k) {
-  Shape s = k.outer;
-  s.insert(s.end(), k.reduce.begin(), k.reduce.end());
-  return s;
-}
-
 // Whether `m` walks `space` in row-major order, from element 0 or (with
 // `anyBase`) from wherever it starts.
 bool rowMajor(const kernel::IndexMap& m, const Shape& space, bool anyBase = false) {
   if ((m.base != 0 && !anyBase) || m.strides.size() != space.size()) return false;
-  int64_t step = 1;
-  for (size_t d = space.size(); d-- > 0;) {
-    if (space[d] != 1 && m.strides[d] != step) return false;
-    step *= space[d];
-  }
+  const std::vector<int64_t> strides = stridesOf(space);
+  for (size_t d = 0; d < space.size(); ++d)
+    if (space[d] != 1 && m.strides[d] != strides[d]) return false;
   return true;
 }
 
@@ -147,7 +139,7 @@ class Elider {
       store = &s;
     }
     if (!store || store->scope != kernel::StoreScope::Element || store->gathered || store->accumulate) return nullptr;
-    const Shape space = spaceOf(k);
+    const Shape space = k.space();
     if (!rowMajor(store->map, space) || numElements(space) != buf(source).type.numElements()) return nullptr;
     return store;
   }
@@ -186,7 +178,7 @@ class Elider {
     if (!store) return false;
     Step& w = p_.steps[static_cast<size_t>(writer)];
     kernel::Kernel& k = p_.kernels[static_cast<size_t>(w.kernels[kernel])];
-    auto strides = kernel::restride(copy.outer, copy.stores[0].map.strides, spaceOf(k));
+    auto strides = kernel::restride(copy.outer, copy.stores[0].map.strides, k.space());
     if (!strides) return false;
     store->map = kernel::IndexMap{copy.stores[0].map.base, *strides};
     k.buffers[slot].type = buf(result).type;

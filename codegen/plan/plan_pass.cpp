@@ -44,7 +44,7 @@ std::unique_ptr<PlanPass> make() {
 const std::vector<PlanPassInfo>& allPlanPasses() {
   static const std::vector<PlanPassInfo> passes = {
       {"elide-copies",
-       "drops a pad's or concat's copy of a whole value, its writer storing it in place (plan)",
+       "drops a concat's copy of a whole value, its writer storing it in place (plan)",
        make<CopyElisionPass>},
       {"inplace", "lets a step's output take over the storage of an input that dies there (plan)", make<InPlacePass>},
       {"plan-buffers",
