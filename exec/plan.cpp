@@ -32,30 +32,39 @@ int Plan::storageOf(int b) const {
   return b;
 }
 
-std::vector<int> stepBuffers(const Step& s) {
-  std::vector<int> out;
-  auto add = [&](int b) {
-    if (b >= 0) out.push_back(b);
-  };
+namespace {
+// Calls f on every buffer reference of step s (its spec's, then its
+// kernels'), -1 for absent operands among them: a const Step gives const
+// references, a Step references dropBuffers may renumber.
+template <class S, class F>
+void forEachStepBuffer(S& s, F&& f) {
   switch (s.kind()) {
     case StepKind::Gemm:
-      for (int b : {s.gemm().a, s.gemm().b, s.gemm().c}) add(b);
+      f(s.gemm().a), f(s.gemm().b), f(s.gemm().c);
       break;
     case StepKind::Conv:
-      for (int b : {s.conv().x, s.conv().w, s.conv().bias, s.conv().y, s.conv().workspace}) add(b);
+      f(s.conv().x), f(s.conv().w), f(s.conv().bias), f(s.conv().y), f(s.conv().workspace);
       break;
     case StepKind::Reference:
-      for (int b : s.reference().inputs) add(b);
-      for (int b : s.reference().outputs) add(b);
+      for (auto& b : s.reference().inputs) f(b);
+      for (auto& b : s.reference().outputs) f(b);
       break;
     case StepKind::Collective:
-      for (int b : s.collective().inputs) add(b);
-      for (int b : s.collective().outputs) add(b);
+      for (auto& b : s.collective().inputs) f(b);
+      for (auto& b : s.collective().outputs) f(b);
       break;
     case StepKind::Kernels: break;
   }
-  for (const std::vector<int>& bs : s.kernelBuffers)
-    for (int b : bs) add(b);
+  for (auto& bs : s.kernelBuffers)
+    for (auto& b : bs) f(b);
+}
+}  // namespace
+
+std::vector<int> stepBuffers(const Step& s) {
+  std::vector<int> out;
+  forEachStepBuffer(s, [&](int b) {
+    if (b >= 0) out.push_back(b);
+  });
   return out;
 }
 
@@ -71,33 +80,11 @@ void dropBuffers(Plan& p, const std::vector<bool>& drop) {
   auto fix = [&](int& b) {
     if (b >= 0) b = renumbered[static_cast<size_t>(b)];
   };
-  auto fixAll = [&](std::vector<int>& bs) {
-    for (int& b : bs) fix(b);
-  };
   for (PlanBuffer& b : p.buffers)
     if (b.kind == BufferKind::Alias) fix(b.aliasOf);
-  for (Step& s : p.steps) {
-    switch (s.kind()) {
-      case StepKind::Gemm:
-        for (int* b : {&s.gemm().a, &s.gemm().b, &s.gemm().c}) fix(*b);
-        break;
-      case StepKind::Conv:
-        for (int* b : {&s.conv().x, &s.conv().w, &s.conv().bias, &s.conv().y, &s.conv().workspace}) fix(*b);
-        break;
-      case StepKind::Reference:
-        fixAll(s.reference().inputs);
-        fixAll(s.reference().outputs);
-        break;
-      case StepKind::Collective:
-        fixAll(s.collective().inputs);
-        fixAll(s.collective().outputs);
-        break;
-      case StepKind::Kernels: break;
-    }
-    for (std::vector<int>& bs : s.kernelBuffers) fixAll(bs);
-  }
-  fixAll(p.inputs);
-  fixAll(p.outputs);
+  for (Step& s : p.steps) forEachStepBuffer(s, fix);
+  for (int& b : p.inputs) fix(b);
+  for (int& b : p.outputs) fix(b);
   for (auto& update : p.updates) fix(update.second);
 }
 
