@@ -649,6 +649,32 @@ TEST(DirectConv, PlansMarkThePackedFiltersTheirCpuRunsFaster) {
   EXPECT_EQ(marked(nullptr), "");
 }
 
+// Plans join a 1x1 convolution's rows into rows of whole 32-pixel blocks
+// where a divisor of the height gives some (56x56 as 14 rows of 224, 112x112
+// as 56 of 224, 8x8 as one of 64), else into the fewest rows of at least 64
+// pixels (28x28 as 7 of 112, 14x14 as 2 of 98), and leave rows of 64 and
+// more that no join makes whole (150 wide).
+TEST(DirectConv, PlansJoinPointwiseRowsIntoWholeBlocks) {
+  auto joined = [](int64_t side) {
+    const std::string text = str("module @m {\n  func @main(%x: f32[1,4,", side, ",", side, "], %w: f32[16,4,1,1]) -> (f32[1,16,",
+                                  side, ",", side, "]) {\n    %y = conv2d %x, %w : f32[1,16,", side, ",", side,
+                                  "]\n    return %y\n  }\n}");
+    auto m = parseModule(text, "joined.kir", {});
+    EXPECT_TRUE(m) << m.error().message();
+    auto plan = buildPlan(*(*m)->functions().front());
+    EXPECT_TRUE(plan) << plan.error().message();
+    const ConvSpec& c = plan->steps.at(0).conv();
+    EXPECT_EQ(c.h * c.wd, side * side);
+    return str(c.oh, "x", c.ow);
+  };
+  EXPECT_EQ(joined(56), "14x224");
+  EXPECT_EQ(joined(112), "56x224");
+  EXPECT_EQ(joined(8), "1x64");
+  EXPECT_EQ(joined(28), "7x112");
+  EXPECT_EQ(joined(14), "2x98");
+  EXPECT_EQ(joined(150), "150x150");
+}
+
 // Rows of `width` pixels; by default too many for whole planes.
 ConvSpec nchw3x3(int64_t width, int64_t height = 300) {
   ConvSpec c;
