@@ -49,8 +49,14 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
   // blocks, one channel's row, were too short to pay for it.
   // A packed filter's code (codegen/cpu) completes whole planes too, unless
   // its units are rows of a plane of several (exec/packed_filter.h).
+  // Over panels (ConvSpec::pointwisePanels), a unit's pixels of every
+  // channel, which run across rows.
   const bool wholePlanes = c.packedFilter ? packedFilterUnitsHoldPlanes(c) : c.wholePlanes();
-  const int64_t og = c.o / std::max<int64_t>(c.groups, 1), pixels = wholePlanes ? c.oh * c.ow : c.ow;
+  const bool panels = c.pointwisePanels();
+  const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
+  const int64_t pixels = panels        ? std::min(c.oh * c.ow, ops::kPointwisePanelPixels)
+                         : wholePlanes ? c.oh * c.ow
+                                       : c.ow;
   if (og * pixels < kMinConvEpilogueUnit)
     return Error(str("a unit of its work holds ", og * pixels, " outputs, fewer than ", kMinConvEpilogueUnit));
   const int64_t blockBytes = std::min(og, kConvEpilogueBlockChannels) * pixels * int64_t{sizeof(float)};
@@ -81,6 +87,9 @@ Expected<ConvBlocks> convBlocksOf(const kernel::Kernel& k, const ConvSpec& c, co
     if (!s) return Error(str(name, " is not affine in the convolution's image, channel, row and column"));
     const std::array<int64_t, 4> strides = {(*s)[0], (*s)[1], (*s)[2], (*s)[3]};
     if (seen[buffer] && b.strides[buffer] != strides) return Error(str(name, " is accessed with two sets of strides"));
+    // A panel's block of pixels runs across rows: one stride along them.
+    if (panels && c.oh > 1 && strides[2] != c.ow * strides[3])
+      return Error(str(name, "'s rows do not follow one another, as the blocks of a 1x1 convolution over panels run"));
     seen[buffer] = true;
     b.strides[buffer] = strides;
     const bool walksAsY = map.base == 0 && (strides == walk || (!k.reduce.empty() && strides == planes));

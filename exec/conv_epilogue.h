@@ -5,7 +5,9 @@
 // does the same per block of rows (exec/row_blocks.h).
 //
 // A block is `channels` output channels of one image over `rows` output
-// rows of `cols` columns, at (image, first channel, first row, column 0) of
+// rows of `cols` columns (a 1x1 convolution over panels,
+// ConvSpec::pointwisePanels: `cols` pixels of the flattened plane, each
+// buffer's rows following one another), at (image, first channel, first row, column 0) of
 // the convolution's output y (ConvSpec's n, o, oh, ow: NCHW, the spec's own
 // rows where it joins a 1x1 convolution's rows). The epilogue kernel cut to
 // a block walks [channels, rows, cols]; its buffers' pointers move to the

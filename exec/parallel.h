@@ -14,7 +14,10 @@
 //     ranges that cover the rows once cover every block once;
 //   - a direct convolution: output rows, (image, group, row) row-major;
 //     one whose planes it takes whole (ConvSpec::wholePlanes): output
-//     planes, (image, output channel) row-major; one that reads a packed
+//     planes, (image, output channel) row-major; a 1x1 one over panels
+//     (ConvSpec::pointwisePanels): blocks of ops::kPointwisePanelPixels
+//     pixels of the flattened plane, (image, block) row-major, every output
+//     channel each, an image's last block holding the rest; one that reads a packed
 //     filter (exec/packed_filter.h): output rows of every channel, (image,
 //     row, output channel) row-major, where it is 1x1, else output planes
 //     as before (packedFilterRowUnits), its ranges starting on whole

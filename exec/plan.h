@@ -125,9 +125,27 @@ struct ConvSpec {
   bool pointwise() const {
     return kh == 1 && kw == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && oh == h && ow == wd;
   }
+  // A forward 1x1 NCHW convolution of one group over a plane
+  // ops::convWholePlanes takes, its filter as it is (not packed), every
+  // tap live, to no more channels than it reads: the cpu target's code
+  // takes its planes in work units of ops::kPointwisePanelPixels pixels,
+  // every output channel each, the input copied into panels
+  // (codegen/cpu/panel_conv_emitter.cpp). Two threads then read half the
+  // input each. Layers that widen keep whole planes split by channels: their
+  // input is the small side, and the depthwise or 3x3 layer after them,
+  // split by channels too, reads the planes the same thread wrote
+  // (SqueezeNet's 32 -> 128 expansions over 27x27 took 69 us at two
+  // threads by channels, 112 by pixels; docs/fusion.md).
+  bool pointwisePanels() const {
+    return direction == ConvDirection::Forward && !channelsLast && pointwise() && groups == 1 && liveTaps.empty() &&
+           !packedFilter && o <= c && ops::convWholePlanes(strideH, strideW, oh, ow, wd, groups, kh * kw);
+  }
   // An NCHW convolution whose planes a generated direct convolution takes
-  // whole, vectors across rows (ops::convWholePlanes).
-  bool wholePlanes() const { return !channelsLast && ops::convWholePlanes(strideH, strideW, oh, ow, wd, groups, kh * kw); }
+  // whole, vectors across rows (ops::convWholePlanes), one output channel's
+  // plane at a time; not those over panels.
+  bool wholePlanes() const {
+    return !channelsLast && !pointwisePanels() && ops::convWholePlanes(strideH, strideW, oh, ow, wd, groups, kh * kw);
+  }
 
   // The buffer the step writes (y, x or w by direction), and the two it
   // reads besides the bias.

@@ -629,10 +629,11 @@ ConvArguments convArguments(VectorCode& code, const DirectConv& conv) {
 }
 
 Status callConvEpilogue(VectorCode& code, const DirectConv& conv, const std::vector<Value*>& buffers, Value* n,
-                        Value* o0, Value* oy, int64_t channels, int64_t rows) {
+                        Value* o0, Value* oy, int64_t channels, int64_t rows, Value* ox0, int64_t cols) {
   const kernel::Kernel& k = *conv.epilogue;
-  kernel::Kernel cut = convBlockKernel(k, conv.blocks, channels, rows, conv.spec.ow);
-  cut.name = str(conv.name, "_epilogue_", channels, "x", rows);
+  if (!ox0) cols = conv.spec.ow;
+  kernel::Kernel cut = convBlockKernel(k, conv.blocks, channels, rows, cols);
+  cut.name = str(conv.name, "_epilogue_", channels, "x", rows, ox0 ? str("x", cols) : std::string());
   llvm::IRBuilder<>& b = code.b();
   std::vector<Value*> moved;
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -640,6 +641,7 @@ Status callConvEpilogue(VectorCode& code, const DirectConv& conv, const std::vec
     const auto bytes = static_cast<int64_t>(dtypeSize(k.buffers[i].type.dtype));
     Value* at = b.CreateAdd(b.CreateMul(n, code.i64(s[0] * bytes)),
                             b.CreateAdd(b.CreateMul(o0, code.i64(s[1] * bytes)), b.CreateMul(oy, code.i64(s[2] * bytes))));
+    if (ox0) at = b.CreateAdd(at, b.CreateMul(ox0, code.i64(s[3] * bytes)));
     moved.push_back(b.CreateGEP(b.getInt8Ty(), buffers[i], at));
   }
   return code.callEpilogue(cut, moved);
@@ -661,7 +663,7 @@ bool directConvFits(const ConvSpec& c, DType storage, const ConvTiling& t) {
   // 14- and 7-pixel output rows took 1432 and 1725 us so in a training step,
   // 1460 and 1786 as im2col + GEMM (Zen 4, one thread).
   if (t.packedTaps && packedFilterShape(c)) return true;
-  if (c.wholePlanes()) return directConvPlaneFills(c.oh * c.ow, t.lanes);
+  if (c.wholePlanes() || c.pointwisePanels()) return directConvPlaneFills(c.oh * c.ow, t.lanes);
   return directConvRowsFill(c.ow, t.lanes, t.partialVectors);
 }
 
@@ -694,7 +696,9 @@ Expected<llvm::Function*> emitDirectConv(const DirectConv& conv, llvm::Module& m
   if (conv.epilogue && conv.blocks.strides.size() != conv.epilogue->buffers.size())
     return fail("the epilogue's blocks do not match its buffers");
   if (conv.packedFilter && !packedFilterShape(conv.spec)) return fail("has no form with a packed filter (exec/packed_filter.h)");
-  auto fn = conv.packedFilter ? emitPointwiseConv(conv, module, symbol) : ConvEmitter(conv, module, symbol).run();
+  auto fn = conv.packedFilter            ? emitPointwiseConv(conv, module, symbol)
+            : conv.spec.pointwisePanels() ? emitPanelConv(conv, module, symbol)
+                                          : ConvEmitter(conv, module, symbol).run();
   if (!fn) return fail(fn.error().message());
   return fn;
 }
@@ -715,6 +719,12 @@ std::string describeDirectConv(const ConvSpec& c, const ConvTiling& tiling, bool
     return str("direct, packed filter, blocks of ", std::min<int64_t>(tiling.pointwisePixels, c.oh * c.ow),
                " pixels x ", std::min<int64_t>(tiling.pointwiseVectors, c.o / tiling.lanes), "x", tiling.lanes,
                " channels", epilogue ? ", epilogue per block" : "");
+  if (c.pointwisePanels()) {
+    const ConvTiling t = panelBlock(tiling);
+    return str("direct, panels of ", ops::kPointwisePanelPixels, " pixels x ", pointwisePanelChunk(c),
+               " input channels, blocks of ", std::min<int64_t>(t.channels, c.o), " channels x ", t.vectors, "x",
+               t.lanes, " pixels", epilogue ? ", epilogue per block" : "");
+  }
   const ConvTiling t = blockTiling(c, tiling);
   const int64_t og = c.o / std::max<int64_t>(c.groups, 1);
   const bool whole = c.wholePlanes();

@@ -94,6 +94,14 @@ inline int64_t pointwiseRowsJoined(int64_t oh, int64_t ow) {
   return oh;
 }
 
+// A 1x1 NCHW convolution of one group over a plane small enough to be
+// taken whole (convWholePlanes), to no more channels than it reads, its
+// filter as it is, runs on the cpu
+// target over panels (ConvSpec::pointwisePanels): work units of this many
+// pixels of one image's flattened plane, every output channel each
+// (codegen/cpu/panel_conv_emitter.cpp). Two 16-lane vectors, four 8-lane.
+inline constexpr int64_t kPointwisePanelPixels = 32;
+
 // Small planes computed whole. In a convolution at stride 1 whose output
 // rows are as wide as its input rows (a "same" convolution: 3x3 with
 // padding 1, say), each tap reads the input pixel at a fixed offset from

@@ -79,8 +79,13 @@ namespace kfuse::package {
 // concat's run the epilogue writes in place of the concat's copy:
 // codegen/plan/copy_elision.h, exec/conv_epilogue.h's storedOnly): an older
 // package whose code runs such an epilogue after its convolution is
-// refused (its code takes no epilogue buffers), others run as compiled.
-inline constexpr uint32_t kFormatVersion = 16;
+// refused (its code takes no epilogue buffers), others run as compiled;
+// format 17 runs 1x1 convolutions over whole planes to no more channels
+// than they read, their filter not packed, over panels (ConvSpec::pointwisePanels), in work units of pixels
+// rather than of output planes: an older package with such a direct
+// convolution is refused (its code would read the runner's ranges as
+// planes), others run as compiled.
+inline constexpr uint32_t kFormatVersion = 17;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;
@@ -88,6 +93,7 @@ inline constexpr uint32_t kLargeWholePlanesFormatVersion = 9;
 inline constexpr uint32_t kMarkedPackedFiltersFormatVersion = 12;
 inline constexpr uint32_t kMarkedPackedGemmsFormatVersion = 13;
 inline constexpr uint32_t kPackedRowUnitsFormatVersion = 15;
+inline constexpr uint32_t kPointwisePanelsFormatVersion = 17;
 inline constexpr size_t kMaxSectionName = 32;
 
 class ContainerWriter {

@@ -360,6 +360,10 @@ Status Package::read() {
         return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
                               "that split 1x1 layers with a packed filter by planes, and this kfuse splits them by "
                               "rows; compile the model again with this kfuse")));
+      if (meta_.formatVersion < package::kPointwisePanelsFormatVersion && c.pointwisePanels())
+        return fail(Error(str("function @", f.name, ": the direct convolution at step ", s, " was compiled by a kfuse "
+                              "that split 1x1 layers over whole planes by channels, and this kfuse splits them by "
+                              "pixels; compile the model again with this kfuse")));
       if (Status e = epilogueAgrees(f, s, f.convEpilogues, static_cast<bool>(convEpilogue(*f.plan, s)),
                                     "direct convolution", "after the convolution",
                                     "; compile the model again with this kfuse");

@@ -31,8 +31,8 @@ std::vector<Tensor> waveArgs(const Module& m) {
 }
 
 // SiLU over whole 16x16 planes; a per-channel scale, a residual add and a
-// tanh over the joined rows of a 1x1 convolution (the epilogue's
-// [2,24,16,16] walked as the convolution's own rows); a depthwise
+// tanh over panels of a 1x1 convolution (the epilogue's [2,24,16,16]
+// walked in blocks of 32 pixels across the convolution's joined rows); a depthwise
 // convolution with bias and a sigmoid; a convolution over 160 channels of
 // 16x16 planes (taken whole, in chunks of input channels) with a tanh; an
 // unpadded convolution over rows of 30 pixels (20 channels: a block and a
@@ -179,12 +179,12 @@ TEST(ConvEpilogue, ShortOrLargeBlocksStayAfter) {
 // in the joined row's column.
 TEST(ConvEpilogue, BlocksFollowTheConvolutionsDims) {
   auto m = testing::preparedModule(R"(module @m {
-  param @w : f32[4,4,1,1]
-  param @s : f32[1,4,1,1]
-  func @main(%x: f32[2,4,8,8]) -> (f32[2,4,8,8]) {
-    %0 = conv2d %x, @w : f32[2,4,8,8]
-    %1 = mul %0, @s : f32[2,4,8,8]
-    %2 = tanh %1 : f32[2,4,8,8]
+  param @w : f32[8,4,1,1]
+  param @s : f32[1,8,1,1]
+  func @main(%x: f32[2,4,8,8]) -> (f32[2,8,8,8]) {
+    %0 = conv2d %x, @w : f32[2,8,8,8]
+    %1 = mul %0, @s : f32[2,8,8,8]
+    %2 = tanh %1 : f32[2,8,8,8]
     return %2
   }
 })");
@@ -198,7 +198,7 @@ TEST(ConvEpilogue, BlocksFollowTheConvolutionsDims) {
   std::vector<bool> confined;
   int scale = -1;
   for (size_t i = 0; i < k.buffers.size(); ++i) {
-    confined.push_back(k.buffers[i].type.shape != Shape{1, 4, 1, 1});
+    confined.push_back(k.buffers[i].type.shape != Shape{1, 8, 1, 1});
     if (!confined.back()) scale = static_cast<int>(i);
   }
   ASSERT_GE(scale, 0);
@@ -207,7 +207,7 @@ TEST(ConvEpilogue, BlocksFollowTheConvolutionsDims) {
   EXPECT_EQ(b->strides[static_cast<size_t>(scale)], (std::array<int64_t, 4>{0, 1, 0, 0}));
   for (size_t i = 0; i < k.buffers.size(); ++i)
     if (confined[i]) {
-      EXPECT_EQ(b->strides[i], (std::array<int64_t, 4>{256, 64, 0, 1})) << k.buffers[i].name;
+      EXPECT_EQ(b->strides[i], (std::array<int64_t, 4>{512, 64, 0, 1})) << k.buffers[i].name;
     }
   const kernel::Kernel cut = convBlockKernel(k, *b, 3, 1, 64);
   EXPECT_EQ(cut.outer, (Shape{3, 1, 64}));
@@ -220,6 +220,41 @@ TEST(ConvEpilogue, BlocksFollowTheConvolutionsDims) {
   auto rowRead = convBlocksOf(k, c, confined);
   ASSERT_FALSE(rowRead);
   EXPECT_NE(rowRead.error().message().find("is not affine"), std::string::npos) << rowRead.error().message();
+}
+
+// A 1x1 convolution over panels (ConvSpec::pointwisePanels: 16x64 planes,
+// rows too long to join) runs its epilogue per unit of 32 pixels of the
+// flattened plane, across rows: a per-channel operand qualifies, a
+// broadcast row (the same 64 values down every row of the plane) does not,
+// and a unit of 4 channels (128 outputs) is too short to pay for a call.
+TEST(ConvEpilogue, PanelBlocksRunAcrossRows) {
+  auto verdict = [](const char* operand, int64_t channels) {
+    const std::string o = std::to_string(channels);
+    const std::string text = str(R"(module @m {
+  param @w : f32[)", o, R"(,16,1,1]
+  param @s : )", operand, R"(
+  func @main(%x: f32[1,16,16,64]) -> (f32[1,)", o, R"(,16,64]) {
+    %0 = conv2d %x, @w : f32[1,)", o, R"(,16,64]
+    %1 = mul %0, @s : f32[1,)", o, R"(,16,64]
+    %2 = tanh %1 : f32[1,)", o, R"(,16,64]
+    return %2
+  }
+})");
+    auto m = testing::preparedModule(text.c_str());
+    EXPECT_TRUE(m);
+    auto plan = buildPlan(*m->functions().front());
+    EXPECT_TRUE(plan) << plan.error().message();
+    const ConvSpec& c = plan->steps.at(0).conv();
+    EXPECT_TRUE(c.pointwisePanels());
+    EXPECT_EQ(str(c.oh, "x", c.ow), "16x64");
+    auto b = convEpilogue(*plan, 0);
+    return b ? std::string("inside") : b.error().message();
+  };
+  EXPECT_EQ(verdict("f32[1,16,1,1]", 16), "inside");
+  const std::string row = verdict("f32[1,1,1,64]", 16);
+  EXPECT_NE(row.find("rows do not follow one another"), std::string::npos) << row;
+  const std::string narrow = verdict("f32[1,4,1,1]", 4);
+  EXPECT_NE(narrow.find("a unit of its work holds 128 outputs"), std::string::npos) << narrow;
 }
 
 // A buffer the epilogue only stores (a concat's run, codegen/plan/

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "codegen/cpu/code_identity.h"
+#include "codegen/cpu/conv_blocks.h"
 #include "codegen/cpu/conv_emitter.h"
 #include "codegen/cpu/jit.h"
 #include "codegen/backend.h"
@@ -295,6 +296,89 @@ void checkWholePlanes(std::span<const cpu::ConvTiling> tilings) {
 
 TEST(DirectConv, WholePlanesMatchTheInterpreter) { checkWholePlanes(kTilings); }
 
+// 1x1 convolutions over panels (ConvSpec::pointwisePanels: to no more
+// channels than they read): planes whose
+// last unit of 32 pixels is short (49, 784 and 100 pixels: 17, 16 and 4
+// left), panels in two chunks of input channels (512 as 2 x 256, 300 as 2
+// x 150), output channels in a block and a remainder, fewer channels than
+// a block, two images, with and without a bias, an OHWI filter; every unit
+// split gives the same bits.
+const char* const kPanels[] = {
+      R"(module @m {
+  func @main(%x: f32[2,20,7,7], %w: f32[20,20,1,1], %b: f32[20]) -> (f32[2,20,7,7]) {
+    %y = conv2d %x, %w, %b : f32[2,20,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,512,28,28], %w: f32[24,512,1,1], %b: f32[24]) -> (f32[1,24,28,28]) {
+    %y = conv2d %x, %w, %b : f32[1,24,28,28]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,300,8,8], %w: f32[16,300,1,1]) -> (f32[1,16,8,8]) {
+    %y = conv2d %x, %w : f32[1,16,8,8]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,8,10,10], %w: f32[5,8,1,1], %b: f32[5]) -> (f32[2,5,10,10]) {
+    %y = conv2d %x, %w, %b : f32[2,5,10,10]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,32,12,12], %w: f32[16,1,1,32]#ohwi) -> (f32[1,16,12,12]) {
+    %y = conv2d %x, %w : f32[1,16,12,12]
+    return %y
+  }
+})",
+};
+
+void checkPanels(std::span<const cpu::ConvTiling> tilings) {
+  for (const char* text : kPanels) {
+    auto c = convCase(parseModule(text, "panels.kir", {}));
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_TRUE(c->spec.pointwisePanels()) << text;
+    ASSERT_FALSE(c->spec.wholePlanes()) << text;
+    for (const cpu::ConvTiling& t : tilings) {
+      EXPECT_EQ(compareWithInterpreter(*c, t), "") << text << tilingName(t);
+      EXPECT_EQ(splitsAgree(*c, t), "") << text << tilingName(t);
+    }
+  }
+}
+
+TEST(DirectConv, PanelsMatchTheInterpreter) { checkPanels(kTilings); }
+
+// Units of 32 pixels of each image's flattened plane, every output channel
+// each; chunks of input channels whose panel fits 32 KB.
+TEST(DirectConv, PanelsSplitByPixels) {
+  ConvSpec c;
+  c.n = 2, c.c = 512, c.h = c.oh = 7, c.wd = c.ow = 112, c.o = 128, c.kh = c.kw = 1;
+  ASSERT_TRUE(c.pointwisePanels());
+  EXPECT_EQ(directConvWork(c).units, 2 * 25);  // 784 = 24 x 32 + 16
+  EXPECT_EQ(cpu::pointwisePanelChunk(c), 256);
+  c.c = 300;
+  EXPECT_EQ(cpu::pointwisePanelChunk(c), 150);
+  c.c = 257;  // a prime: one chunk
+  EXPECT_EQ(cpu::pointwisePanelChunk(c), 257);
+  c.c = 64;
+  EXPECT_EQ(cpu::pointwisePanelChunk(c), 64);
+  c.c = 128;
+  EXPECT_TRUE(c.pointwisePanels());
+  c.c = 64;  // widening: whole planes, split by channels
+  EXPECT_FALSE(c.pointwisePanels());
+  EXPECT_TRUE(c.wholePlanes());
+  c.c = 512;
+  c.packedFilter = true;  // a packed filter's code instead
+  EXPECT_FALSE(c.pointwisePanels());
+  c.packedFilter = false, c.groups = 2;
+  EXPECT_FALSE(c.pointwisePanels());
+  c.groups = 1, c.h = c.oh = 28, c.wd = c.ow = 224;  // past a whole plane: rows
+  EXPECT_FALSE(c.pointwisePanels());
+}
+
 // Whole planes folded in chunks of input channels (planeChunkChannels: a
 // chunk's planes fill tiling.chunkBytes), here of one channel (1 byte) and
 // of a few (1000 bytes: five 7x7 planes, three 9x9, one 14x14): they match
@@ -336,6 +420,7 @@ TEST(DirectConv, EveryCaseMatchesTheInterpreterWithThisMachinesTiling) {
   checkOpCaseConvolutions(own);
   checkWideRows(own);
   checkWholePlanes(own);
+  checkPanels(own);
 }
 
 // Convolutions with a packed filter (exec/packed_filter.h): output

@@ -322,6 +322,32 @@ TEST(PackageRunner, OlderPointwiseConvolutionsOverSeveralRowsAreRefused) {
   EXPECT_TRUE(rewritten(**one, [](PackageContents&) {}, 14));
 }
 
+// A 1x1 layer over 14x14 planes from 64 channels to 32 (too few inputs to
+// pack its filter) runs over panels, split by blocks of 32 pixels since format 17
+// (ConvSpec::pointwisePanels); format 16's code took planes as its units,
+// and such a package is refused. One with a packed filter is read.
+TEST(PackageRunner, OlderPointwiseConvolutionsOverWholePlanesAreRefused) {
+  auto panels = pointwisePackage(64, 14);
+  ASSERT_TRUE(panels) << panels.error().message();
+  ASSERT_TRUE((*panels)->functions().front().plan->steps[0].conv().pointwisePanels());
+  Tensor x(TensorType(DType::F32, {1, 64, 14, 14}));
+  for (int64_t i = 0; i < x.numElements(); ++i) x.set(i, std::cos(0.3 * static_cast<double>(i)));
+  auto module = pointwiseModule(64, 14);
+  ASSERT_TRUE(module);
+  auto want = interpret(*module->functions().front(), {x});
+  ASSERT_TRUE(want) << want.error().message();
+  EXPECT_EQ(test::compareTensors(firstOutput(*panels, "forward", x), want->outputs[0], 1e-5, 1e-5), "");
+  auto old = rewritten(**panels, [](PackageContents&) {}, 16);
+  ASSERT_FALSE(old);
+  EXPECT_NE(old.error().message().find("function @forward: the direct convolution at step 0 was compiled by a kfuse "
+                                       "that split 1x1 layers over whole planes by channels"),
+            std::string::npos)
+      << old.error().message();
+  auto packed = pointwisePackage(256, 14);
+  ASSERT_TRUE(packed) << packed.error().message();
+  EXPECT_TRUE(rewritten(**packed, [](PackageContents&) {}, 16));
+}
+
 // convPackage(h, wd), whose convolution runs as whole planes, read back as
 // format `format` wrote it: the reader's error, "" where it reads it.
 std::string wholePlanesReadAs(int h, int wd, uint32_t format) {
