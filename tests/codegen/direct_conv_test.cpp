@@ -282,17 +282,22 @@ const char* const kWholePlanes[] = {
 })",
 };
 
-void checkWholePlanes(std::span<const cpu::ConvTiling> tilings) {
-  for (const char* text : kWholePlanes) {
-    auto c = convCase(parseModule(text, "planes.kir", {}));
+// Each case's convolution, which `form` must say it is, against the
+// interpreter and across unit splits, with every tiling.
+void checkForm(std::span<const char* const> cases, bool (ConvSpec::*form)() const,
+               std::span<const cpu::ConvTiling> tilings) {
+  for (const char* text : cases) {
+    auto c = convCase(parseModule(text, "case.kir", {}));
     ASSERT_TRUE(c) << c.error().message();
-    ASSERT_TRUE(c->spec.wholePlanes()) << text;
+    ASSERT_TRUE((c->spec.*form)()) << text;
     for (const cpu::ConvTiling& t : tilings) {
       EXPECT_EQ(compareWithInterpreter(*c, t), "") << text << tilingName(t);
       EXPECT_EQ(splitsAgree(*c, t), "") << text << tilingName(t);
     }
   }
 }
+
+void checkWholePlanes(std::span<const cpu::ConvTiling> tilings) { checkForm(kWholePlanes, &ConvSpec::wholePlanes, tilings); }
 
 TEST(DirectConv, WholePlanesMatchTheInterpreter) { checkWholePlanes(kTilings); }
 
@@ -336,18 +341,7 @@ const char* const kPanels[] = {
 })",
 };
 
-void checkPanels(std::span<const cpu::ConvTiling> tilings) {
-  for (const char* text : kPanels) {
-    auto c = convCase(parseModule(text, "panels.kir", {}));
-    ASSERT_TRUE(c) << c.error().message();
-    ASSERT_TRUE(c->spec.pointwisePanels()) << text;
-    ASSERT_FALSE(c->spec.wholePlanes()) << text;
-    for (const cpu::ConvTiling& t : tilings) {
-      EXPECT_EQ(compareWithInterpreter(*c, t), "") << text << tilingName(t);
-      EXPECT_EQ(splitsAgree(*c, t), "") << text << tilingName(t);
-    }
-  }
-}
+void checkPanels(std::span<const cpu::ConvTiling> tilings) { checkForm(kPanels, &ConvSpec::pointwisePanels, tilings); }
 
 TEST(DirectConv, PanelsMatchTheInterpreter) { checkPanels(kTilings); }
 
