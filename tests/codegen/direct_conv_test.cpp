@@ -304,7 +304,7 @@ TEST(DirectConv, WholePlanesMatchTheInterpreter) { checkWholePlanes(kTilings); }
 // 1x1 convolutions over panels (ConvSpec::pointwisePanels: to no more
 // channels than they read): planes whose
 // last unit of 32 pixels is short (49, 784 and 100 pixels: 17, 16 and 4
-// left), panels in two chunks of input channels (512 as 2 x 256, 300 as 2
+// left), panels in two chunks of input channels (288 as 2 x 144, 300 as 2
 // x 150), output channels in a block and a remainder, fewer channels than
 // a block, two images, with and without a bias, an OHWI filter; every unit
 // split gives the same bits.
@@ -316,8 +316,8 @@ const char* const kPanels[] = {
   }
 })",
       R"(module @m {
-  func @main(%x: f32[1,512,28,28], %w: f32[24,512,1,1], %b: f32[24]) -> (f32[1,24,28,28]) {
-    %y = conv2d %x, %w, %b : f32[1,24,28,28]
+  func @main(%x: f32[1,288,28,28], %w: f32[12,288,1,1], %b: f32[12]) -> (f32[1,12,28,28]) {
+    %y = conv2d %x, %w, %b : f32[1,12,28,28]
     return %y
   }
 })",
