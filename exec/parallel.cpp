@@ -44,7 +44,7 @@ Work directConvWork(const ConvSpec& c, bool packedFilter) {
   if (packedFilter)
     return Work{packedFilterRowUnits(c) ? c.n * c.oh * c.o : c.n * c.o, kPackedFilterChannels, convFlops(c)};
   if (c.pointwisePanels())
-    return Work{c.n * ((c.oh * c.ow + ops::kPointwisePanelPixels - 1) / ops::kPointwisePanelPixels), 1, convFlops(c)};
+    return Work{c.n * ops::pointwisePanelUnits(c.oh * c.ow), 1, convFlops(c)};
   if (c.wholePlanes()) return Work{c.n * c.o, 1, convFlops(c)};
   return Work{c.n * c.groups * c.oh, 1, convFlops(c)};
 }

@@ -34,6 +34,13 @@ Status callConvEpilogue(VectorCode& code, const DirectConv& conv, const std::vec
                         llvm::Value* n, llvm::Value* o0, llvm::Value* oy, int64_t channels, int64_t rows,
                         llvm::Value* ox0 = nullptr, int64_t cols = 0);
 
+// How many of `count` things (input channels, periods of them) a chunk
+// takes where `fit` fit at a time: all where they fit; else the largest
+// divisor of count up to fit, so that every chunk's loops keep one constant
+// count (conv_emitter.cpp's planeChunkChannels says why), if it is at
+// least half of fit; else all, in one chunk.
+int64_t chunkDividing(int64_t count, int64_t fit);
+
 // The block a 1x1 convolution over panels (ConvSpec::pointwisePanels)
 // keeps in registers: the tiling's for 1x1 rows, its vectors narrowed to
 // divide a unit (ops::kPointwisePanelPixels); and the input channels its

@@ -314,10 +314,8 @@ int64_t ConvEmitter::planeChunkChannels() const {
   }
   const int64_t planeBytes = c_.h * c_.wd * int64_t{sizeof(float)};
   const int64_t fit = std::max<int64_t>(1, t_.chunkBytes / (planeBytes * std::max<int64_t>(read, 1)));
-  if (fit >= units) return cg_;
-  int64_t per = fit;
-  while (units % per != 0) --per;
-  return 2 * per >= fit ? per * period : cg_;
+  const int64_t per = chunkDividing(units, fit);
+  return per == units ? cg_ : per * period;
 }
 
 // Whole planes, in chunks of input channels where they do not fit.
@@ -626,6 +624,13 @@ ConvArguments convArguments(VectorCode& code, const DirectConv& conv) {
     for (size_t i = 0; i < conv.epilogue->buffers.size(); ++i)
       a.epilogue.push_back(code.byteBuffer(static_cast<int>(4 + i), conv.epilogue->buffers[i].name.c_str()));
   return a;
+}
+
+int64_t chunkDividing(int64_t count, int64_t fit) {
+  if (count <= fit) return count;
+  int64_t per = fit;
+  while (count % per != 0) --per;
+  return 2 * per >= fit ? per : count;
 }
 
 Status callConvEpilogue(VectorCode& code, const DirectConv& conv, const std::vector<Value*>& buffers, Value* n,

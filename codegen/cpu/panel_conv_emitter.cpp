@@ -82,7 +82,7 @@ Expected<llvm::Function*> PanelEmitter::run() {
                             b_.getFloatTy()->getPointerTo());
   // Work units: (image, block of kUnit pixels) row-major; each image's last
   // may hold fewer pixels.
-  const int64_t units = ceilDiv(pixels_, kUnit), tail = pixels_ - (units - 1) * kUnit;
+  const int64_t units = ops::pointwisePanelUnits(pixels_), tail = pixels_ - (units - 1) * kUnit;
   code_.loopRange(code_.begin(), code_.end(), "unit", [&](Value* u) {
     Value* n = b_.CreateUDiv(u, i64(units));
     Value* j = b_.CreateURem(u, i64(units));
@@ -211,11 +211,7 @@ ConvTiling panelBlock(const ConvTiling& t) {
 }
 
 int64_t pointwisePanelChunk(const ConvSpec& c) {
-  const int64_t fit = std::max<int64_t>(1, kPanelBytes / (kUnit * int64_t{sizeof(float)}));
-  if (c.c <= fit) return c.c;
-  int64_t per = fit;
-  while (c.c % per != 0) --per;
-  return 2 * per >= fit ? per : c.c;
+  return chunkDividing(c.c, std::max<int64_t>(1, kPanelBytes / (kUnit * int64_t{sizeof(float)})));
 }
 
 Expected<llvm::Function*> emitPanelConv(const DirectConv& conv, llvm::Module& module, const std::string& symbol) {

@@ -101,6 +101,10 @@ inline int64_t pointwiseRowsJoined(int64_t oh, int64_t ow) {
 // pixels of one image's flattened plane, every output channel each
 // (codegen/cpu/panel_conv_emitter.cpp). Two 16-lane vectors, four 8-lane.
 inline constexpr int64_t kPointwisePanelPixels = 32;
+// The units of one image's plane of `pixels`: the last holds the rest.
+inline int64_t pointwisePanelUnits(int64_t pixels) {
+  return (pixels + kPointwisePanelPixels - 1) / kPointwisePanelPixels;
+}
 
 // Small planes computed whole. In a convolution at stride 1 whose output
 // rows are as wide as its input rows (a "same" convolution: 3x3 with
