@@ -44,7 +44,7 @@ std::vector<size_t> packedFilterSteps(const Plan& plan) {
   return out;
 }
 
-int64_t packedFilterElements(const ConvSpec& c) { return c.o * packedFilterRows(c); }
+int64_t packedFilterElements(const ConvSpec& c) { return packedFilterOutputs(c.o) * packedFilterRows(c); }
 
 uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps) {
   uint64_t bytes = 0;
@@ -54,8 +54,8 @@ uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps) {
 
 void packFilter(const ConvSpec& c, const float* w, float* out) {
   const int64_t rows = packedFilterRows(c);
-  for (int64_t o = 0; o < c.o; ++o)
-    for (int64_t k = 0; k < rows; ++k) out[packedFilterIndex(c, o, k)] = w[o * rows + k];
+  for (int64_t o = 0; o < packedFilterOutputs(c.o); ++o)
+    for (int64_t k = 0; k < rows; ++k) out[packedFilterIndex(c, o, k)] = o < c.o ? w[o * rows + k] : 0.0f;
 }
 
 }  // namespace kfuse

@@ -18,8 +18,9 @@
 // pixels across the lanes (73-86 GFLOP/s), 0.99-1.07 with channels (Zen 4,
 // one thread, docs/fusion.md).
 //
-// The copy: w (OIHW) as panels of kPackedFilterChannels output channels,
-// panel after panel, each C x kh x kw rows (input channel, then tap) of
+// The copy: w (OIHW) as panels of kPackedFilterChannels output channels
+// (the last padded with zeros: ops::packedFilterOutputs), panel after
+// panel, each C x kh x kw rows (input channel, then tap) of
 // kPackedFilterChannels contiguous floats: a block's vector of output
 // channels is one load per input channel and tap, and its loads run
 // through memory in order. (Rows of all O channels put a block's
@@ -38,6 +39,7 @@ namespace kfuse {
 // Which planes and filters pay (ops::packedFilterPlanes, beside the other
 // geometry rules the graph passes read too).
 using ops::kPackedFilterChannels;
+using ops::packedFilterOutputs;
 
 // Whether convolution `c`'s shape may run with a packed filter: a forward
 // NCHW 1x1 convolution at stride 1 without padding (ConvSpec::pointwise),
@@ -102,7 +104,8 @@ inline int64_t packedFilterIndex(const ConvSpec& c, int64_t o, int64_t row) {
   return (o / kPackedFilterChannels * packedFilterRows(c) + row) * kPackedFilterChannels + o % kPackedFilterChannels;
 }
 
-// Packs w (OIHW) into `out` (packedFilterElements floats).
+// Packs w (OIHW) into `out` (packedFilterElements floats), the padding
+// channels' filters zero.
 void packFilter(const ConvSpec& c, const float* w, float* out);
 
 }  // namespace kfuse

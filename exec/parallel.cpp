@@ -42,7 +42,8 @@ double convFlops(const ConvSpec& c) {
 
 Work directConvWork(const ConvSpec& c, bool packedFilter) {
   if (packedFilter)
-    return Work{packedFilterRowUnits(c) ? c.n * c.oh * c.o : c.n * c.o, kPackedFilterChannels, convFlops(c)};
+    return Work{(packedFilterRowUnits(c) ? c.n * c.oh : c.n) * packedFilterOutputs(c.o), kPackedFilterChannels,
+                convFlops(c)};
   if (c.pointwisePanels())
     return Work{c.n * ops::pointwisePanelUnits(c.oh * c.ow), 1, convFlops(c)};
   if (c.wholePlanes()) return Work{c.n * c.o, 1, convFlops(c)};

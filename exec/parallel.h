@@ -21,7 +21,8 @@
 //     filter (exec/packed_filter.h): output rows of every channel, (image,
 //     row, output channel) row-major, where it is 1x1, else output planes
 //     as before (packedFilterRowUnits), its ranges starting on whole
-//     vectors of channels (kPackedFilterChannels).
+//     vectors of channels (kPackedFilterChannels), the output channels
+//     counted as the packed copy pads them (ops::packedFilterOutputs).
 // The runner splits the steps it runs through libraries the same way: an
 // im2col convolution by images, tiles of output rows and blocks of channels
 // (by groups and input channels backward to the weights, where every image

@@ -165,21 +165,31 @@ inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
 // faster (1178 -> 1057, 2072 -> 1916), where pixels across 16 lanes fill
 // 196 of 208; over 7x7 (49 of 64) every one of them ran faster, from 160
 // channels 113 -> 93 us, from 320 374 -> 313 (Zen 4, one thread).
-// Output channels come in multiples of kPackedFilterChannels (the widest
-// vectors' lanes), and so do the work units a range of them starts on
-// (exec/parallel.h's directConvWork): every block is whole vectors. The
-// plane must fill three quarters of the 16-lane vectors it would take with
-// pixels across the lanes. Read by exec/packed_filter.h (which
+// The packed copy holds output channels in panels of
+// kPackedFilterChannels (the widest vectors' lanes), the last one padded
+// with zero filters where the channels are not a multiple of it, and the
+// work units a range of them starts on (exec/parallel.h's directConvWork)
+// count the padded channels: every block is whole vectors, the last
+// vector of an image's channels stored through a mask. The padding may
+// cost at most an eighth of the channels (SqueezeNet's 512 -> 1000
+// classifier over 13x13, 8 of 1000 wasted: 1240-1330 us over whole planes,
+// 995-1090 for 1008 channels packed; Xeon, one thread). The plane must
+// fill three quarters of the 16-lane vectors it would take with pixels
+// across the lanes. Read by exec/packed_filter.h (which
 // convolutions may pack) and the conv-phases pass (which strided ones stay
 // strided where the cpu packs them).
 inline constexpr int64_t kPackedFilterMaxPixels = 196;
 inline constexpr int64_t kPackedFilterSmallPixels = 64;
 inline constexpr int64_t kPackedFilterMinChannels = 256;
 inline constexpr int64_t kPackedFilterChannels = 16;
+inline int64_t packedFilterOutputs(int64_t outChannels) {
+  return (outChannels + kPackedFilterChannels - 1) / kPackedFilterChannels * kPackedFilterChannels;
+}
 inline bool packedFilterPlanes(int64_t outChannels, int64_t filterRows, int64_t oh, int64_t ow) {
   const int64_t pixels = oh * ow;
   const bool fewRows = pixels > kPackedFilterSmallPixels && filterRows < kPackedFilterMinChannels;
-  return outChannels > 0 && outChannels % kPackedFilterChannels == 0 && filterRows > 0 &&
+  const bool littlePadding = (packedFilterOutputs(outChannels) - outChannels) * 8 <= outChannels;
+  return outChannels > 0 && littlePadding && filterRows > 0 &&
          pixels <= kPackedFilterMaxPixels && !fewRows && directConvPlaneFills(pixels, kPackedFilterChannels);
 }
 

@@ -84,8 +84,12 @@ namespace kfuse::package {
 // than they read, their filter not packed, over panels (ConvSpec::pointwisePanels), in work units of pixels
 // rather than of output planes: an older package with such a direct
 // convolution is refused (its code would read the runner's ranges as
-// planes), others run as compiled.
-inline constexpr uint32_t kFormatVersion = 17;
+// planes), others run as compiled; format 18 packs the filters of layers
+// whose output channels are not a multiple of 16, the packed copy and the
+// work units padded to whole panels (ops::packedFilterOutputs), which a
+// format-17 reader would pack and split unpadded; older packages have no
+// such layer and run as compiled.
+inline constexpr uint32_t kFormatVersion = 18;
 inline constexpr uint32_t kOldestFormatVersion = 2;
 inline constexpr uint32_t kWholePlanesFormatVersion = 4;
 inline constexpr uint32_t kSplitProloguesFormatVersion = 8;

@@ -145,6 +145,33 @@ TEST(ConvEpilogue, PackedFilterRowsHoldWholePlanesOnlyWhenARowIsThePlane) {
     EXPECT_EQ(testing::cpuMatchesInterpreter(*m, args, threads, 1e-4), "") << threads << " threads";
 }
 
+// Output channels padded to whole panels in the packed filter
+// (ops::packedFilterOutputs): the last vector's epilogue takes only the
+// channels there are. A classifier to 100 channels over 7x7 with its ReLU
+// and global average pool inside (SqueezeNet's, smaller), and a 1x1 layer
+// to 72 over rows of 14x14 with a residual add and a tanh inside.
+TEST(ConvEpilogue, PaddedPackedFiltersRunTheirEpilogueOverTheChannelsThereAre) {
+  auto m = testing::preparedModule(R"(module @m {
+  param @w1 : f32[100,64,1,1]
+  param @w2 : f32[72,256,1,1]
+  func @main(%x: f32[1,64,7,7], %z: f32[2,256,14,14], %r: f32[2,72,14,14]) -> (f32[1,100,1,1], f32[2,72,14,14]) {
+    %0 = conv2d %x, @w1 : f32[1,100,7,7]
+    %1 = relu %0 : f32[1,100,7,7]
+    %2 = reduce_mean %1 {axes = [2, 3], keepdims = true} : f32[1,100,1,1]
+    %3 = conv2d %z, @w2 : f32[2,72,14,14]
+    %4 = add %3, %r : f32[2,72,14,14]
+    %5 = tanh %4 : f32[2,72,14,14]
+    return %2, %5
+  }
+})");
+  ASSERT_TRUE(m);
+  setParams(*m);
+  EXPECT_EQ(verdicts(*m), (std::vector<std::string>{"", ""}));
+  const std::vector<Tensor> args = waveArgs(*m);
+  for (int threads : {1, 2, 3})
+    EXPECT_EQ(testing::cpuMatchesInterpreter(*m, args, threads, 1e-4), "") << threads << " threads";
+}
+
 // Where a second pass is as good: a depthwise convolution over rows (a
 // unit of 30 outputs), blocks of 16 channels of 24x24 planes (36 KB) that
 // would leave the first-level cache. A ReLU over rows runs inside.

@@ -422,8 +422,11 @@ TEST(DirectConv, EveryCaseMatchesTheInterpreterWithThisMachinesTiling) {
 // channels: 48 + 32 at 16 lanes, 24 + 24 + 24 + 8 at 8), pixel blocks with
 // remainders (49, 196, 16 and 64 pixels, and rows of 98 in a 1x1 layer's
 // units; rows of 7, 14 and 8 with taps), two images, with and without a bias, input channels from 3 to 257, taps
-// of 3x3, 2x2 padded on one side and 5x5 wider than the padding; every
-// aligned unit split gives the same bits.
+// of 3x3, 2x2 padded on one side and 5x5 wider than the padding; output
+// channels that are not whole vectors or panels (100: a last vector of 4
+// at 16 and 8 lanes, three vectors of padding at 4; 15: no whole vector at
+// 16 lanes; 72: half a panel of padding); every aligned unit split gives
+// the same bits.
 const char* const kPackedFilterCases[] = {
       R"(module @m {
   func @main(%x: f32[2,20,7,7], %w: f32[80,20,1,1], %b: f32[80]) -> (f32[2,80,7,7]) {
@@ -519,6 +522,31 @@ const char* const kPackedFilterCases[] = {
     return %y
   }
 })",
+      // Output channels padded to whole panels (ops::packedFilterOutputs).
+      R"(module @m {
+  func @main(%x: f32[2,20,7,7], %w: f32[100,20,1,1], %b: f32[100]) -> (f32[2,100,7,7]) {
+    %y = conv2d %x, %w, %b : f32[2,100,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[1,256,14,14], %w: f32[72,256,1,1], %b: f32[72]) -> (f32[1,72,14,14]) {
+    %y = conv2d %x, %w, %b : f32[1,72,14,14]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,12,7,7], %w: f32[15,12,3,3], %b: f32[15]) -> (f32[2,15,7,7]) {
+    %y = conv2d %x, %w, %b {pads = [1, 1, 1, 1]} : f32[2,15,7,7]
+    return %y
+  }
+})",
+      R"(module @m {
+  func @main(%x: f32[2,20,14,14], %w: f32[100,20,3,3]) -> (f32[2,100,7,7]) {
+    %y = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[2,100,7,7]
+    return %y
+  }
+})",
 };
 
 cpu::ConvTiling pointwiseTiling(int lanes, int pixels, int vectors) {
@@ -546,7 +574,8 @@ TEST(DirectConv, PackedFiltersMatchTheInterpreter) {
 // Which shapes pack their filter: 1x1 at stride 1 without padding, taps
 // over whole planes (stride 1, rows as wide as the input's, no dilation,
 // every tap live), or any filter strided by 2 in both axes without
-// dilation; one group, output channels in whole 16-lane vectors, planes of
+// dilation; one group, output channels whose padding to whole 16-lane
+// panels costs at most an eighth of them, planes of
 // at most 14x14 (past 8x8 only from 256 filter rows) that fill three
 // quarters of 16 lanes (so that they run directly at every width; a
 // strided one where the CPU packs taps).
@@ -560,7 +589,10 @@ TEST(DirectConv, PacksTheFiltersOfConvolutionsOverSmallPlanes) {
     change(s);
     return packedFilterShape(s);
   };
-  EXPECT_FALSE(changed([](ConvSpec& s) { s.o = 72; }));
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.o = 72; }));    // 8 of 80 padding
+  EXPECT_TRUE(changed([](ConvSpec& s) { s.o = 1000; }));  // SqueezeNet's classifier
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.o = 40; }));   // 8 of 48: more than an eighth
+  EXPECT_FALSE(changed([](ConvSpec& s) { s.o = 4; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.groups = 2; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.filterLast = true; }));
   EXPECT_FALSE(changed([](ConvSpec& s) { s.direction = ConvDirection::GradInput; }));
