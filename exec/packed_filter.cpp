@@ -53,8 +53,8 @@ uint64_t packedFilterBytes(const Plan& plan, const std::vector<size_t>& steps) {
 }
 
 void packFilter(const ConvSpec& c, const float* w, float* out) {
-  const int64_t rows = packedFilterRows(c);
-  for (int64_t o = 0; o < packedFilterOutputs(c.o); ++o)
+  const int64_t rows = packedFilterRows(c), outputs = packedFilterOutputs(c.o);
+  for (int64_t o = 0; o < outputs; ++o)
     for (int64_t k = 0; k < rows; ++k) out[packedFilterIndex(c, o, k)] = o < c.o ? w[o * rows + k] : 0.0f;
 }
 

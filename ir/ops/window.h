@@ -172,8 +172,8 @@ inline bool directConvPlaneFills(int64_t pixels, int64_t lanes) {
 // count the padded channels: every block is whole vectors, the last
 // vector of an image's channels stored through a mask. The padding may
 // cost at most an eighth of the channels (SqueezeNet's 512 -> 1000
-// classifier over 13x13, 8 of 1000 wasted: 1240-1330 us over whole planes,
-// 995-1090 for 1008 channels packed; Xeon, one thread). The plane must
+// classifier over 13x13, 8 of 1000 wasted: 1241-1331 us over whole planes,
+// 994-1089 for 1008 channels packed; Xeon, one thread). The plane must
 // fill three quarters of the 16-lane vectors it would take with pixels
 // across the lanes. Read by exec/packed_filter.h (which
 // convolutions may pack) and the conv-phases pass (which strided ones stay
