@@ -176,6 +176,17 @@ def by_hand(args_per_rank, store_name, timeout, stdout=subprocess.DEVNULL):
             for r, a in enumerate(args_per_rank)]
 
 
+def wait_for_steps(log, procs, limit=120):
+    """Until rank 0 has written step records: every rank compiled and trains.
+    A fixed sleep would race the compile on a loaded machine."""
+    end = time.time() + limit
+    while time.time() < end and all(p.poll() is None for p in procs):
+        if os.path.exists(log) and os.path.getsize(log) > 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def children(pid):
     out = []
     for p in os.listdir("/proc"):
@@ -191,6 +202,9 @@ def children(pid):
 
 def killed_rank(args):
     long = args[:args.index("--epochs")] + ["--epochs", "100000"] + args[args.index("--epochs") + 2:]
+    log = f"{WORK}/long.jsonl"
+    long += ["--log-json", log]
+    subprocess.run(["rm", "-f", log])
     launcher = subprocess.Popen([KFUSE, "train"] + long + ["--ranks", "2", "--comm-timeout", "20"], cwd=WORK,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     victim = None
@@ -201,9 +215,8 @@ def killed_rank(args):
                 victim = pid
         if victim:
             break
-    time.sleep(1.5)  # compiled and training
-    check(victim is not None, "launcher started rank 1")
-    if victim is None:
+    check(victim is not None and wait_for_steps(log, [launcher]), "launcher started rank 1, the ranks train")
+    if victim is None or launcher.poll() is not None:
         launcher.kill()
         return
     start = time.time()
@@ -218,8 +231,9 @@ def killed_rank(args):
           f"launcher: a killed rank is named, the others stopped, in {took:.1f} s: {err.strip()[-300:]}")
 
     # By hand: rank 0's peer dies, rank 0 fails within its timeout.
+    subprocess.run(["rm", "-f", log])
     ranks = by_hand([long, long], "store_killed", 10)
-    time.sleep(3)
+    check(wait_for_steps(log, ranks), "by hand: the ranks train")
     start = time.time()
     ranks[1].kill()
     try:
@@ -235,8 +249,9 @@ def killed_rank(args):
 
     # A rank that stalls (stopped, its connections open): the other fails
     # once --comm-timeout has passed.
+    subprocess.run(["rm", "-f", log])
     ranks = by_hand([long, long], "store_stalled", 4)
-    time.sleep(3)
+    check(wait_for_steps(log, ranks), "by hand: the ranks train")
     start = time.time()
     ranks[1].send_signal(signal.SIGSTOP)
     try:
