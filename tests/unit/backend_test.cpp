@@ -277,5 +277,57 @@ TEST(CpuTarget, StridedLayersOverManyChannelsRunOverTheirPhases) {
   }
 }
 
+// A strided layer's split moves above the 1x1 stride-1 layers and the
+// elementwise math that make its input, to where it splits the fewest
+// elements (conv-phases: splitRegion): an expanding 1x1 layer's input,
+// through a clip, a SiLU (its input read twice, both inside) and a
+// per-channel bias add; not through a residual add (it would split both of
+// its operands), not through a value something else reads too, not
+// through a narrowing 1x1 layer. The cpu target's results are the
+// interpreter's.
+TEST(CpuTarget, PhaseSplitsMoveAboveTheLayersThatMakeTheirInput) {
+  struct Case {
+    const char* name;
+    int64_t in;            // channels of the 1x1 layer's input
+    const char* math;      // between the 1x1 layer (%e) and %r, which the strided layer reads
+    bool alsoReturned;     // %e is a result too
+    int64_t splitChannels; // channels of the one transpose's operand
+  };
+  const Case cases[] = {
+      {"clip", 4, "    %r = clip %e {min = 0.0, max = 6.0} : E\n", false, 4},
+      {"silu", 4, "    %g = sigmoid %e : E\n    %r = mul %e, %g : E\n", false, 4},
+      {"bias", 4, "    %r = add %e, %c : E\n", false, 4},
+      {"returned", 4, "    %r = clip %e {min = 0.0, max = 6.0} : E\n", true, 16},
+      {"narrowing", 32, "    %r = clip %e {min = 0.0, max = 6.0} : E\n", false, 16},
+      {"residual", 4, "    %r = add %e, %s : E\n", false, 16},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string math = c.math;
+    for (size_t at; (at = math.find(": E")) != std::string::npos;) math.replace(at, 3, ": f32[2,16,28,28]");
+    const std::string text = str(
+        "module @m {\n  func @main(%a: f32[2,", c.in, ",28,28], %s: f32[2,16,28,28]) -> (f32[2,16,14,14]",
+        c.alsoReturned ? ", f32[2,16,28,28]" : "", ") {\n    %we = constant {value = ", denseText({16, c.in, 1, 1}, 1),
+        "} : f32[16,", c.in, ",1,1]\n    %be = constant {value = ", denseText({16}, 2),
+        "} : f32[16]\n    %c = constant {value = ", denseText({1, 16, 1, 1}, 3),
+        "} : f32[1,16,1,1]\n    %wd = constant {value = ", denseText({16, 1, 3, 3}, 4),
+        "} : f32[16,1,3,3]\n    %e = conv2d %a, %we, %be : f32[2,16,28,28]\n", math,
+        "    %y = conv2d %r, %wd {strides = [2, 2], pads = [1, 1, 1, 1], groups = 16} : f32[2,16,14,14]\n    return %y",
+        c.alsoReturned ? ", %e" : "", "\n  }\n}\n");
+    std::unique_ptr<Module> phased = afterConvPhases(text);
+    ASSERT_TRUE(phased);
+    std::vector<int64_t> split;
+    for (const Node* n : phased->functions().front()->nodes())
+      if (n->is(Op::Transpose)) split.push_back(n->operand(0)->type().shape[1]);
+    EXPECT_EQ(split, std::vector<int64_t>{c.splitChannels});
+
+    const std::vector<Tensor> args = {cosineImage({2, c.in, 28, 28}), cosineImage({2, 16, 28, 28})};
+    const std::vector<Tensor> want = runOn(text, "interpreter", args), got = runOn(text, "cpu", args);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(test::compareTensors(got[i], want[i], 1e-5, 1e-5), "") << "result " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kfuse
