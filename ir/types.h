@@ -56,6 +56,12 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
+// Whether t is a rank-4 image with channels before its planes (NCHW, or
+// untagged).
+inline bool isChannelsFirstImage(const TensorType& t) {
+  return t.rank() == 4 && (t.layout == Layout::Plain || t.layout == Layout::NCHW);
+}
+
 // "f32[256,64]" or "f32[1,32,32,3]#nhwc".
 std::string formatType(const TensorType& t);
 

@@ -132,8 +132,6 @@ struct SplitRegion {
   }
 };
 
-bool plainImage(const TensorType& t) { return t.rank() == 4 && (t.layout == Layout::Plain || t.layout == Layout::NCHW); }
-
 // Whether operand type `o` of a pointwise op broadcasts over the planes of
 // its result `r` (a per-channel bias, a scalar): those stay as they are.
 bool broadcastsOverPlanes(const TensorType& o, const TensorType& r) {
@@ -152,10 +150,10 @@ bool broadcastsOverPlanes(const TensorType& o, const TensorType& r) {
 // shape (the others broadcast over the planes).
 std::vector<Value*> splitPasses(const Node& p) {
   const Value* r = p.result();
-  if (p.numResults() != 1 || !plainImage(r->type())) return {};
+  if (p.numResults() != 1 || !isChannelsFirstImage(r->type())) return {};
   if (p.is(Op::Conv2d)) {
     const TensorType &xt = p.operand(0)->type(), &wt = p.operand(1)->type();
-    const bool pointwise = plainImage(xt) && wt.rank() == 4 && wt.shape[2] * wt.shape[3] == 1 &&
+    const bool pointwise = isChannelsFirstImage(xt) && wt.rank() == 4 && wt.shape[2] * wt.shape[3] == 1 &&
                            (wt.layout == Layout::Plain || wt.layout == Layout::OIHW) &&
                            p.attr("strides").asInts() == std::vector<int64_t>{1, 1} &&
                            p.attr("pads").asInts() == std::vector<int64_t>(4, 0) && p.attr("groups").asInt() == 1 &&
@@ -166,7 +164,7 @@ std::vector<Value*> splitPasses(const Node& p) {
   if (p.op().layout.kind != LayoutClass::Pointwise || p.op().scalarReadsIndex) return {};
   std::vector<Value*> full;
   for (Value* o : p.operands()) {
-    if (o->type().shape == r->type().shape && plainImage(o->type()))
+    if (o->type().shape == r->type().shape && isChannelsFirstImage(o->type()))
       full.push_back(o);
     else if (!broadcastsOverPlanes(o->type(), r->type()))
       return {};
@@ -176,10 +174,12 @@ std::vector<Value*> splitPasses(const Node& p) {
 
 // The region of x's producers the split of x (read by `reader` alone)
 // passes, grown one producer at a time while a leaf's producer is a layer
-// it passes and every use of the leaf is inside; after at most `steps`
-// steps, or, with steps < 0, as far as it grows.
-SplitRegion growSplitRegion(Value* x, const Node* reader, int steps, std::vector<int64_t>* leafElements = nullptr) {
-  SplitRegion region{{}, {x}};
+// it passes and every use of the leaf is inside; of the regions it grows
+// through, the first that splits the fewest elements. Grown all the way,
+// an EfficientNet block's split passed its residual add and split both of
+// its operands, and the add no longer fused into the layer before.
+SplitRegion splitRegion(Value* x, const Node* reader) {
+  SplitRegion region{{}, {x}}, best = region;
   auto usedInside = [&](Value* v) {
     if (v->graphUses() > 0) return false;
     for (const Use& u : v->uses())
@@ -187,7 +187,7 @@ SplitRegion growSplitRegion(Value* x, const Node* reader, int steps, std::vector
         return false;
     return true;
   };
-  for (bool grew = true; grew && steps != 0; --steps) {
+  for (bool grew = true; grew;) {
     grew = false;
     for (size_t i = 0; i < region.leaves.size() && !grew; ++i) {
       Value* v = region.leaves[i];
@@ -198,21 +198,11 @@ SplitRegion growSplitRegion(Value* x, const Node* reader, int steps, std::vector
       region.inside.insert(v);
       for (Value* o : passes)
         if (std::find(region.leaves.begin(), region.leaves.end(), o) == region.leaves.end()) region.leaves.push_back(o);
-      if (leafElements) leafElements->push_back(region.leafElements());
+      if (region.leafElements() < best.leafElements()) best = region;
       grew = true;
     }
   }
-  return region;
-}
-
-// The region grown as far as splits the fewest elements: grown all the
-// way, an EfficientNet block's split passed its residual add and split both
-// of its operands, and the add no longer fused into the layer before.
-SplitRegion splitRegion(Value* x, const Node* reader) {
-  std::vector<int64_t> elements = {x->type().numElements()};
-  growSplitRegion(x, reader, -1, &elements);
-  const auto best = std::min_element(elements.begin(), elements.end());
-  return growSplitRegion(x, reader, static_cast<int>(best - elements.begin()));
+  return best;
 }
 
 class Rewrite : NodeRewrite {
@@ -226,7 +216,7 @@ class Rewrite : NodeRewrite {
     Value* w = n_->operand(1);
     const TensorType& xt = x->type();
     const TensorType& yt = n_->result()->type();
-    if (xt.rank() != 4 || (xt.layout != Layout::Plain && xt.layout != Layout::NCHW)) return "not an NCHW image";
+    if (!isChannelsFirstImage(xt)) return "not an NCHW image";
     if (w->type().layout != Layout::Plain && w->type().layout != Layout::OIHW) return "not an OIHW filter";
     const std::vector<int64_t> strides = n_->attr("strides").asInts(), pads = n_->attr("pads").asInts();
     const int64_t s = strides[0], kh = w->type().shape[2], kw = w->type().shape[3];
@@ -352,9 +342,9 @@ class Rewrite : NodeRewrite {
   // (ops::packedFilterStrided, ops::packedFilterPlanes), its filter fixed.
   bool staysStrided(const Node& m) const {
     const TensorType &xt = m.operand(0)->type(), &wt = m.operand(1)->type(), &yt = m.result()->type();
-    if (!options_.stridedPacked || xt.rank() != 4 || wt.rank() != 4 || m.attr("groups").asInt() != 1) return false;
-    const bool nchw = xt.layout == Layout::Plain || xt.layout == Layout::NCHW;
-    if (!nchw || (wt.layout != Layout::Plain && wt.layout != Layout::OIHW)) return false;
+    if (!options_.stridedPacked || !isChannelsFirstImage(xt) || wt.rank() != 4 || m.attr("groups").asInt() != 1)
+      return false;
+    if (wt.layout != Layout::Plain && wt.layout != Layout::OIHW) return false;
     const std::vector<int64_t> strides = m.attr("strides").asInts(), dilations = m.attr("dilations").asInts();
     return ops::packedFilterStrided(strides[0], strides[1], dilations[0], dilations[1]) &&
            ops::packedFilterPlanes(wt.shape[0], wt.shape[1] * wt.shape[2] * wt.shape[3], yt.shape[2], yt.shape[3]) &&

@@ -64,10 +64,6 @@ bool onlyUnitAxesMove(const Shape& s, const Perm& p) {
   return true;
 }
 
-bool isChannelsFirstImage(const TensorType& t) {
-  return t.rank() == 4 && (t.layout == Layout::Plain || t.layout == Layout::NCHW);
-}
-
 // Old axis a of a rank-4 value is new axis inverse[a] under kToLast.
 int64_t newAxis(int64_t a) {
   for (size_t i = 0; i < kToLast.size(); ++i)
